@@ -1,0 +1,1 @@
+"""fleet-maintenance: the application around the dashboard client (CLI, settings, the run's contracts)."""

@@ -1,0 +1,1 @@
+"""One typer sub-application per command family of `fleet`."""

@@ -1,0 +1,185 @@
+"""The run summary: the contract between the pipeline and the reports (`summary.json`).
+
+A report needs nothing but this file; every item found at detection appears here with exactly one outcome.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUMMARY_FILE = "summary.json"
+
+
+class UpdateType(StrEnum):
+    """The four kinds of update, in the order they are applied."""
+
+    translation = "translation"
+    plugin = "plugin"
+    theme = "theme"
+    core = "core"
+
+
+class Outcome(StrEnum):
+    updated = "updated"  # the version moved
+    failed = "failed"  # an error was reported
+    unchanged = "unchanged"  # reported fine but the version did not move
+    held = "held"  # a policy hold (reason, optional expiry, optional pin)
+    ignored = "ignored"  # on the dashboard's global or per-site ignore list
+    delayed = "delayed"  # minimum age not reached yet
+    excluded = "excluded"  # policy: type off, semver rule, allow-list, not selected, cohort stopped
+    skipped = "skipped"  # site offline, suspended, disconnected or child too old
+    unknown = "unknown"  # no answer
+
+
+NOT_ATTEMPTED = frozenset({Outcome.held, Outcome.ignored, Outcome.delayed, Outcome.excluded, Outcome.skipped})
+
+
+class Item(BaseModel):
+    """One pending update on one site, and what became of it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    site_id: int
+    site_url: str
+    site_name: str
+    client: str | None = None
+    type: UpdateType
+    slug: str
+    name: str
+    from_version: str | None = None
+    to_version: str | None = None
+    outcome: Outcome
+    reason: str | None = Field(None, description="Why it was not updated, or the error reported.")
+    rule: str | None = Field(None, description="The policy rule or check that decided a not-attempted outcome.")
+    until: date | None = Field(None, description="Hold expiry or the date a delayed item becomes eligible.")
+    cohort: str | None = None
+
+
+class SiteCheck(BaseModel):
+    """Health of one site after the updates."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    online: bool | None = None
+    http_code: int | None = None
+    response_ms: float | None = None
+    probe_ok: bool | None = None
+    probe_error: str | None = None
+    open_incidents: int = 0
+    error: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return self.error is None and self.online is not False and self.probe_ok is not False
+
+
+class Site(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    site_id: int
+    site_url: str
+    site_name: str
+    client: str | None = None
+    status: str = "online"  # online | offline | suspended | disconnected | child_too_old
+    updated: bool = False
+    check: SiteCheck | None = None
+
+
+class Client(BaseModel):
+    """A dashboard client, so that a per-client report can be addressed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    email: str | None = None
+    recipients: list[str] = Field(default_factory=list, description="Report recipients (policy overrides e-mail).")
+
+
+class Job(BaseModel):
+    """A background batch job the pipeline waited on."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    type: str
+    sites: int
+    status: str
+    seconds_waited: float
+    polls: int
+    reason: str | None = None
+
+
+class Cohort(BaseModel):
+    name: str
+    sites: int
+    failures: int = 0
+    status: str = "completed"  # completed | stopped | not_started
+    reason: str | None = None
+
+
+class Delivery(BaseModel):
+    """The fate of one report message at one recipient."""
+
+    report: str  # "operator" or the client's name
+    recipient: str
+    accepted: bool
+    answer: str
+    eml_path: str | None = None
+
+
+class Counts(BaseModel):
+    by_outcome: dict[Outcome, int] = Field(default_factory=dict)
+    by_type: dict[UpdateType, int] = Field(default_factory=dict)
+
+
+class Selection(BaseModel):
+    sites: list[str] = Field(default_factory=list, description="Site ids or domains; empty means all.")
+    tags: list[str] = Field(default_factory=list)
+    clients: list[str] = Field(default_factory=list)
+    types: list[UpdateType] = Field(default_factory=lambda: list(UpdateType))
+
+
+class Summary(BaseModel):
+    """Everything one run did, as written to `summary.json`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+    dry_run: bool = False
+    dashboard: str | None = None
+    selection: Selection = Field(default_factory=Selection)
+    counts: Counts = Field(default_factory=Counts)
+    items: list[Item] = Field(default_factory=list)
+    sites: list[Site] = Field(default_factory=list)
+    clients: list[Client] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
+    cohorts: list[Cohort] = Field(default_factory=list)
+    deliveries: list[Delivery] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list, description="Run-level problems (a step that failed).")
+
+    @staticmethod
+    def count(items: list[Item]) -> Counts:
+        counts = Counts()
+        for item in items:
+            counts.by_outcome[item.outcome] = counts.by_outcome.get(item.outcome, 0) + 1
+            counts.by_type[item.type] = counts.by_type.get(item.type, 0) + 1
+        return counts
+
+    def write(self, run_dir: Path) -> Path:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / SUMMARY_FILE
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Summary:
+        path = run_dir / SUMMARY_FILE if run_dir.is_dir() else run_dir
+        return cls.model_validate_json(path.read_text())
