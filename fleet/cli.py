@@ -4,7 +4,9 @@ import typer
 
 from fleet.commands import dashboard, emulator, nightly, report
 
-app = typer.Typer(help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True)
+app = typer.Typer(
+    help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
+)
 app.add_typer(emulator.app, name="emulator")
 app.add_typer(dashboard.app, name="dashboard")
 app.add_typer(nightly.app, name="nightly")

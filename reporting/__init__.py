@@ -1,0 +1,1 @@
+"""Maintenance reports: aggregation, charts, rendering and delivery, from summary.json alone."""
