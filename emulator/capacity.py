@@ -1,25 +1,68 @@
-"""The capacity model: modelled work time per site operation, run by a bounded number of dashboard workers."""
+"""The capacity model: modelled work time per site operation, run by a bounded number of dashboard workers.
+
+A real dashboard talks to each child site over HTTP; a sync or an update takes seconds and only so many run at
+once (PHP workers, WP-Cron). The emulator makes every site operation occupy one of `workers` slots for its
+modelled time (scaled by the clock), so the total modelled work divided by the workers is a physical lower
+bound a benchmark can compare its wall time with.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 from emulator.clock import Clock
 
-DEFAULT_WORK_SECONDS = {"sync": 2.0, "check": 1.0, "update_item": 3.0, "reconnect": 2.0}
+# Nominal seconds of dashboard work per operation (per item for `update_item`).
+DEFAULT_WORK_SECONDS = {
+    "sync": 2.0,
+    "check": 1.0,
+    "update_item": 3.0,
+    "reconnect": 2.0,
+    "disconnect": 0.5,
+    "suspend": 0.2,
+}
 
 
 class Capacity:
+    """Bounded concurrency for site operations, with a ledger of the work it modelled."""
+
     def __init__(self, clock: Clock, workers: int = 8, work_seconds: dict[str, float] | None = None) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        negative = [op for op, seconds in (work_seconds or {}).items() if seconds < 0]
+        if negative:
+            raise ValueError(f"work seconds must not be negative: {', '.join(sorted(negative))}")
         self.clock = clock
         self.workers = workers
         self.work_seconds = {**DEFAULT_WORK_SECONDS, **(work_seconds or {})}
         self._slots = asyncio.Semaphore(workers)
+        self.operations: Counter[str] = Counter()
+        self.modelled_seconds = 0.0
+
+    def cost(self, operation: str, units: int = 1) -> float:
+        """Nominal seconds that `units` of `operation` take on one worker."""
+        return self.work_seconds.get(operation, 0.0) * max(units, 0)
 
     async def work(self, operation: str, units: int = 1) -> None:
         """Occupy one worker for the modelled time of `units` operations."""
-        seconds = self.work_seconds.get(operation, 0.0) * units
+        seconds = self.cost(operation, units)
+        self.operations[operation] += max(units, 0)
+        self.modelled_seconds += seconds
         if seconds <= 0:
             return
         async with self._slots:
             await self.clock.sleep(seconds)
+
+    def lower_bound_seconds(self) -> float:
+        """Wall seconds the work modelled so far needs at the very least: total work / workers, scaled."""
+        return self.clock.scaled(self.modelled_seconds / self.workers)
+
+    def snapshot(self) -> dict[str, object]:
+        return {
+            "workers": self.workers,
+            "work_seconds": dict(self.work_seconds),
+            "operations": dict(self.operations),
+            "modelled_seconds": round(self.modelled_seconds, 3),
+            "lower_bound_wall_seconds": round(self.lower_bound_seconds(), 6),
+        }

@@ -1,5 +1,81 @@
-"""`fleet emulator` commands."""
+"""`fleet emulator serve`: run the dashboard emulator until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from pathlib import Path
 
 import typer
+import uvicorn
+from pydantic import ValidationError
 
-app = typer.Typer(help="emulator commands.", no_args_is_help=True)
+from emulator.app import create_app
+from emulator.config import EmulatorConfig
+
+app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    port: int = typer.Option(8080, min=0, max=65535, help="Port (0: a free one)."),
+    sites: int = typer.Option(50, min=0, help="Sites in a freshly generated fleet."),
+    seed: int = typer.Option(0, help="Seed of the fleet generator."),
+    namespace: str = typer.Option("svc", help="svc (the spec's spelling) or mainwp (the real product's)."),
+    db: Path | None = typer.Option(None, help="SQLite file; state survives restarts. In memory when omitted."),
+    credentials_out: Path | None = typer.Option(None, help="Write the credentials JSON here."),
+    time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
+    faults: str = typer.Option("none", help="Fault profile (part 2)."),
+    workers: int = typer.Option(8, min=1, help="Dashboard workers in the capacity model."),
+) -> None:
+    """Serve the emulator; prints the base URL when ready."""
+    try:
+        config = EmulatorConfig(
+            namespace=namespace, sites=sites, seed=seed, db=db, time_scale=time_scale, faults=faults, workers=workers
+        )  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise typer.BadParameter(problems) from None
+    started = time.monotonic()
+    try:
+        application = create_app(config)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
+    emulator = application.state.emulator
+    server = uvicorn.Server(
+        uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    )
+
+    original_startup = server.startup
+
+    async def startup(sockets: list | None = None) -> None:
+        await original_startup(sockets)
+        bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+        base_url = f"http://{host}:{bound}/wp-json"
+        emulator.base_url = base_url
+        if credentials_out is not None:
+            credentials_out.parent.mkdir(parents=True, exist_ok=True)
+            credentials_out.write_text(json.dumps(emulator.credentials(base_url), indent=2), encoding="utf-8")
+            credentials_out.chmod(0o600)
+        typer.echo(
+            f"{base_url}  ({len(emulator.state.sites)} sites, namespace {namespace}, "
+            f"ready in {time.monotonic() - started:.2f}s)",
+            err=False,
+        )
+
+    server.startup = startup  # type: ignore[method-assign]
+
+    def stop(_signum: int, _frame: object) -> None:
+        server.should_exit = True
+
+    # Own handlers (uvicorn's would re-raise the signal after shutdown and end with a non-zero status).
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.run()
+    finally:
+        emulator.state.close()

@@ -1,5 +1,47 @@
-"""`fleet report` commands."""
+"""`fleet report RUN_DIR [--send]`: render (and send) the maintenance reports of any past run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="report commands.", no_args_is_help=True)
+# A group (for fleet/cli.py's add_typer) whose callback is the command; options may follow RUN_DIR.
+app = typer.Typer(help="Render (and send) the maintenance reports of a run.", invoke_without_command=True,
+                  no_args_is_help=True, context_settings={"allow_interspersed_args": True})
+
+
+@app.callback()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory holding summary.json.", show_default=False)],
+    send: Annotated[bool, typer.Option("--send", help="E-mail the reports (FLEET_SMTP_*), or write .eml files "
+                                                      "beside summary.json when no SMTP host is set.")] = False,
+    email_block: Annotated[str | None, typer.Option("--email-block", help="Take the SMTP server from this "
+                                                    "prefect-email EmailServerCredentials block.")] = None,
+    trend_runs: Annotated[int, typer.Option("--trend-runs", min=1, help="Runs shown in the trends.")] = 14,
+) -> None:
+    """Render the operator's and every client's report under RUN_DIR/report/; with --send, deliver them."""
+    from pydantic import ValidationError
+
+    from fleet.summary import SUMMARY_FILE
+    from reporting.run_report import render_run
+    from reporting.settings import MailSettings
+
+    if not (run_dir / SUMMARY_FILE).is_file():
+        raise typer.BadParameter(f"no {SUMMARY_FILE} in {run_dir}", param_hint="RUN_DIR")
+    try:
+        settings = (MailSettings.from_block(email_block) if email_block else MailSettings()) if send else None
+        result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs)
+    except ValidationError as error:
+        typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    for path in result.files:
+        typer.echo(f"wrote {path}")
+    for delivery in result.deliveries:
+        if delivery.accepted:
+            typer.echo(f"sent {delivery.report} report to {delivery.recipient}: {delivery.answer}")
+    for problem in result.problems:
+        typer.secho(problem, fg=typer.colors.RED, err=True)
+    if not result.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,171 @@
+"""Emulator benchmark: start-up time at 50 / 1,000 / 10,000 sites and requests per second on `/sites`,
+`/updates` and a per-site update route, each against a real `fleet emulator serve` process.
+
+Prints a table and writes bench/results/emulator.json. Run: `python bench/emulator.py [--seconds 3]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+FLEET = str(Path(sys.executable).parent / "fleet")
+
+
+def start_server(sites: int, credentials: Path) -> tuple[subprocess.Popen[str], float]:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [
+            FLEET,
+            "emulator",
+            "serve",
+            "--port",
+            "0",
+            "--sites",
+            str(sites),
+            "--credentials-out",
+            str(credentials),
+            "--time-scale",
+            "0.000001",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline() if process.stdout else ""
+    if not line.startswith("http://"):
+        process.kill()
+        raise RuntimeError(f"the emulator did not start with {sites} sites")
+    return process, time.perf_counter() - started
+
+
+def stop_server(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+async def rate(
+    client: httpx.AsyncClient, requests: list[tuple[str, str, dict[str, Any]]], seconds: float, concurrency: int
+) -> tuple[float, int, float]:
+    """(requests per second, requests done, mean latency ms) cycling through `requests`."""
+    done = errors = 0
+    latency = 0.0
+    deadline = time.perf_counter() + seconds
+    cursor = iter(range(10**9))
+
+    async def worker() -> None:
+        nonlocal done, errors, latency
+        while time.perf_counter() < deadline:
+            method, path, kwargs = requests[next(cursor) % len(requests)]
+            t0 = time.perf_counter()
+            response = await client.request(method, path, **kwargs)
+            latency += time.perf_counter() - t0
+            done += 1
+            errors += response.status_code >= 400
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - t0
+    return done / elapsed, done, 1000 * latency / max(done, 1), errors
+
+
+async def throughput(sites: int, seconds: float, concurrency: int, results: list[dict[str, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        credentials_path = Path(tmp) / "credentials.json"
+        process, _ = start_server(sites, credentials_path)
+        try:
+            creds = json.loads(credentials_path.read_text())
+            headers = {"Authorization": "Bearer " + creds["api_keys"]["read_write"]}
+            ns = creds["namespace"]
+            async with httpx.AsyncClient(base_url=creds["base_url"], headers=headers, timeout=120) as client:
+                updates = (await client.get(f"/{ns}/v2/updates", params={"type": "plugins"})).json()["data"]
+                per_site = [
+                    ("POST", f"/{ns}/v2/updates/{u['site_id']}/update/plugins", {"data": {"slug": u["slug"]}})
+                    for u in updates
+                ]
+                cases = [
+                    ("GET /sites (page of 20)", [("GET", f"/{ns}/v2/sites", {})]),
+                    ("GET /sites/count", [("GET", f"/{ns}/v2/sites/count", {})]),
+                    ("GET /updates (whole fleet)", [("GET", f"/{ns}/v2/updates", {})]),
+                    (
+                        "GET /updates?include=<site>",
+                        [
+                            ("GET", f"/{ns}/v2/updates", {"params": {"include": i}})
+                            for i in range(1, min(sites, 500) + 1)
+                        ],
+                    ),
+                    ("POST /updates/{id}/update/plugins", per_site),
+                ]
+                for label, requests in cases:
+                    workers = 1 if "whole fleet" in label else concurrency
+                    rps, done, mean_ms, errors = await rate(client, requests, seconds, workers)
+                    results.append(
+                        {
+                            "sites": sites,
+                            "route": label,
+                            "concurrency": workers,
+                            "requests": done,
+                            "requests_per_second": round(rps, 1),
+                            "error_answers": errors,
+                            "mean_latency_ms": round(mean_ms, 2),
+                        }
+                    )
+        finally:
+            stop_server(process)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    startup: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for sites in (50, 1_000, 10_000):
+            process, seconds = start_server(sites, Path(tmp) / f"c{sites}.json")
+            stop_server(process)
+            startup.append({"sites": sites, "ready_seconds": round(seconds, 2)})
+    throughput_rows: list[dict[str, Any]] = []
+    for sites in (1_000, 10_000):
+        asyncio.run(throughput(sites, args.seconds, args.concurrency, throughput_rows))
+
+    print("\nStart-up (process start to base URL printed)")
+    print(f"{'sites':>8} | {'ready (s)':>9}")
+    for row in startup:
+        print(f"{row['sites']:>8} | {row['ready_seconds']:>9}")
+    print("\nThroughput (real socket, one emulator process, httpx client)")
+    print(f"{'sites':>6} | {'route':<34} | {'conc':>4} | {'req/s':>8} | {'mean ms':>8} | {'errors':>6}")
+    for row in throughput_rows:
+        print(
+            f"{row['sites']:>6} | {row['route']:<34} | {row['concurrency']:>4} | "
+            f"{row['requests_per_second']:>8} | {row['mean_latency_ms']:>8} | {row['error_answers']:>6}"
+        )
+    out = ROOT / "bench" / "results" / "emulator.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "machine": platform.platform(),
+                "python": platform.python_version(),
+                "startup": startup,
+                "throughput": throughput_rows,
+            },
+            indent=2,
+        )
+    )
+    print(f"\nwritten {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

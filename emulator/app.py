@@ -1,0 +1,128 @@
+"""ASGI assembly: the WordPress REST index, REST v2, legacy v1, the ground-truth routes and (mounted by the
+lead) the Abilities interface and the fault middleware."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from emulator.auth import credentials
+from emulator.capacity import Capacity
+from emulator.clock import Clock
+from emulator.config import EmulatorConfig
+from emulator.dispatch import dispatch, json_response
+from emulator.ground_truth import ground_truth_routes
+from emulator.operations import SiteOperations
+from emulator.rest import RestRoutes, no_route
+from emulator.rest_v1 import build_v1_routes
+from emulator.rest_v2.routes import build_v2_routes
+from emulator.state import FleetState
+
+
+@dataclass
+class Emulator:
+    """Everything a handler needs: `request.app.state.emulator` in Starlette."""
+
+    config: EmulatorConfig
+    state: FleetState
+    clock: Clock
+    capacity: Capacity
+    operations: SiteOperations
+    v2_routes: RestRoutes
+    v1_routes: RestRoutes
+    base_url: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)  # part 2 services: "batch_jobs", "faults"
+
+    def credentials(self, base_url: str | None = None) -> dict[str, Any]:
+        return credentials(self.state, base_url or self.base_url, self.config.admin_token.get_secret_value())
+
+
+def build_emulator(config: EmulatorConfig, state: FleetState | None = None) -> Emulator:
+    state = state or FleetState.open(config)
+    clock = Clock(config.time_scale)
+    capacity = Capacity(clock, config.workers, config.work_seconds)
+    return Emulator(
+        config, state, clock, capacity, SiteOperations(state, capacity), build_v2_routes(), build_v1_routes()
+    )
+
+
+def rest_index(emulator: Emulator, request: Request) -> dict[str, Any]:
+    ns = emulator.config.namespace
+    root = str(request.base_url).rstrip("/") + "/wp-json"
+    return {
+        "name": "Fleet dashboard emulator",
+        "description": "A site-management dashboard",
+        "url": str(request.base_url).rstrip("/"),
+        "home": str(request.base_url).rstrip("/"),
+        "gmt_offset": "0",
+        "timezone_string": "",
+        "namespaces": [f"{ns}/v1", f"{ns}/v2", "wp-abilities/v1"],
+        "authentication": {
+            "application-passwords": {
+                "endpoints": {
+                    "authorization": str(request.base_url).rstrip("/") + "/wp-admin/authorize-application.php"
+                }
+            }
+        },
+        "routes": {
+            f"/{ns}/v2": {
+                "namespace": f"{ns}/v2",
+                "methods": ["GET"],
+                "_links": {"self": [{"href": f"{root}/{ns}/v2"}]},
+            }
+        },
+    }
+
+
+def namespace_index(emulator: Emulator, version: str) -> dict[str, Any]:
+    ns = emulator.config.namespace
+    routes = emulator.v2_routes if version == "v2" else emulator.v1_routes
+    listing: dict[str, Any] = {}
+    for route in routes.routes:
+        if route.module is not None and route.module not in emulator.config.modules:
+            continue
+        path = f"/{ns}/{version}{route.pattern.pattern[:-3]}"
+        entry = listing.setdefault(path, {"namespace": f"{ns}/{version}", "methods": [], "endpoints": []})
+        entry["methods"] = sorted(set(entry["methods"]) | set(route.methods))
+        entry["endpoints"].append({"methods": sorted(route.methods), "args": {}})
+    return {"namespace": f"{ns}/{version}", "routes": listing}
+
+
+async def wp_json(request: Request) -> Response:
+    emulator: Emulator = request.app.state.emulator
+    ns = emulator.config.namespace
+    path = "/" + request.path_params.get("path", "").strip("/")
+    if path == "/":
+        return json_response(rest_index(emulator, request))
+    for version in ("v2", "v1"):
+        prefix = f"/{ns}/{version}"
+        if path == prefix and request.method == "GET":
+            return json_response(namespace_index(emulator, version))
+        if path.startswith(prefix + "/"):
+            routes = emulator.v2_routes if version == "v2" else emulator.v1_routes
+            raw = request.url.path.split(prefix, 1)[1].rstrip("/") or "/"
+            return await dispatch(emulator, request, version, raw, routes)
+    error = no_route()
+    return json_response(error.body(), error.http_status)
+
+
+def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starlette:
+    """The emulator as an ASGI app; `app.state.emulator` is the `Emulator`."""
+    emulator = build_emulator(config, state)
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    routes: list[BaseRoute] = [*ground_truth_routes()]
+    # --- Part 2 mounts here (lead): the Abilities interface, BEFORE the catch-all below, e.g.
+    #     routes.append(Mount("/wp-json/wp-abilities/v1", app=abilities_app(emulator)))
+    routes += [
+        Route("/wp-json", wp_json, methods=methods),
+        Route("/wp-json/{path:path}", wp_json, methods=methods),
+    ]
+    app = Starlette(routes=routes)
+    # --- Part 2 fault middleware goes here (lead), e.g. app.add_middleware(FaultMiddleware, emulator=emulator)
+    app.state.emulator = emulator
+    return app

@@ -1,0 +1,269 @@
+"""Credentials: REST API keys (ck_/cs_ pairs, the secret stored as a salted hash), legacy v1 keys and the
+WordPress application password the Abilities interface uses. Every secret comparison is constant-time."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from emulator.records import ApiKey, V1Key
+
+if TYPE_CHECKING:
+    from emulator.state import FleetState
+
+APP_USER = "admin"
+V2_PERMISSIONS = {"read": "read", "write": "write", "read,write": "read_write", "write,read": "read_write"}
+PERMISSION_LABELS = {
+    "read": ["Read"],
+    "write": ["Write & Delete"],
+    "delete": ["Write & Delete"],
+    "read_write": ["Read", "Write & Delete"],
+}
+METHOD_NEEDS = {"GET": "read", "HEAD": "read", "POST": "write", "PUT": "write", "PATCH": "write", "DELETE": "delete"}
+ALLOWED = {
+    "read": {"read", "read_write"},
+    "write": {"write", "read_write"},
+    "delete": {"write", "read_write", "delete"},
+}
+
+
+class AuthFailure(Exception):
+    """A refused credential; `code` is namespaced, the HTTP status is always 401 as on the real dashboard."""
+
+    def __init__(self, code: str, message: str, body: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.body = body if body is not None else {"code": code, "message": message, "data": {"status": 401}}
+
+
+def _hash_secret(secret: str, salt: str) -> str:
+    return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
+
+
+def hash_consumer_key(state: FleetState, consumer_key: str) -> str:
+    """The lookup hash of a consumer key (the dashboard's `hash_hmac('sha256', ck, '<ns>-api')`)."""
+    return hmac.new(f"{state.config.namespace}-api".encode(), consumer_key.encode(), hashlib.sha256).hexdigest()
+
+
+def new_key_pair() -> tuple[str, str]:
+    return "ck_" + secrets.token_hex(20), "cs_" + secrets.token_hex(20)
+
+
+def bearer_token(consumer_key: str, consumer_secret: str) -> str:
+    """`<secret hex>==<key hex>`, exactly what add-key returns as `token`."""
+    return f"{consumer_secret.removeprefix('cs_')}=={consumer_key.removeprefix('ck_')}"
+
+
+def create_api_key(
+    state: FleetState, description: str, permissions: str, enabled: bool = True
+) -> tuple[ApiKey, str, str]:
+    """A new v2 key; the plaintext pair is returned once and never stored."""
+    consumer_key, consumer_secret = new_key_pair()
+    salt = secrets.token_hex(8)
+    key = ApiKey(
+        key_id=state.next_id("api_key", state.api_keys),
+        description=description,
+        permissions=permissions,
+        ck_hash=hash_consumer_key(state, consumer_key),
+        cs_hash=_hash_secret(consumer_secret, salt),
+        cs_salt=salt,
+        truncated_key=consumer_key[-7:],
+        enabled=enabled,
+    )
+    state.save_api_key(key)
+    return key, consumer_key, consumer_secret
+
+
+def create_v1_key(
+    state: FleetState, consumer_key: str, consumer_secret: str, description: str, perms: str, enabled: bool = True
+) -> V1Key:
+    salt = secrets.token_hex(8)
+    key = V1Key(
+        consumer_key=consumer_key,
+        description=description,
+        perms=perms,
+        cs_hash=_hash_secret(consumer_secret, salt),
+        cs_salt=salt,
+        enabled=enabled,
+    )
+    state.save_v1_key(key)
+    return key
+
+
+def find_api_key(state: FleetState, identifier: str) -> ApiKey | None:
+    """By numeric key id or by `ck_<40 hex>` consumer key."""
+    if identifier.isdigit():
+        return state.api_keys.get(int(identifier))
+    key_id = state.keys_by_hash.get(hash_consumer_key(state, identifier))
+    return None if key_id is None else state.api_keys.get(key_id)
+
+
+def delete_api_key(state: FleetState, key: ApiKey) -> None:
+    state.api_keys.pop(key.key_id, None)
+    state.keys_by_hash.pop(key.ck_hash, None)
+    state.store.delete("api_key", key.key_id)
+
+
+def bootstrap_credentials(state: FleetState) -> None:
+    """The keys a fresh dashboard starts with: read_write, read and disabled (each also a v1 key, as the
+    dashboard's UI writes both stores), and an application password. The plaintext is kept in the emulator's
+    own meta record so the credentials file can be written again after a restart."""
+    plain: dict[str, Any] = {"api_keys": {}}
+    for role, permissions, perms, enabled in (
+        ("read_write", "read_write", "r,w,d", True),
+        ("read", "read", "r", True),
+        ("disabled", "read_write", "r,w,d", False),
+    ):
+        key, consumer_key, consumer_secret = create_api_key(state, f"emulator {role} key", permissions, enabled)
+        create_v1_key(state, consumer_key, consumer_secret, f"emulator {role} key", perms, enabled)
+        plain["api_keys"][role] = {"consumer_key": consumer_key, "consumer_secret": consumer_secret}
+    password = " ".join(secrets.token_hex(2) for _ in range(6))
+    salt = secrets.token_hex(8)
+    state.meta["application_password"] = {
+        "username": APP_USER,
+        "hash": _hash_secret(password.replace(" ", ""), salt),
+        "salt": salt,
+    }
+    plain["application_password"] = {"username": APP_USER, "password": password}
+    state.meta["bootstrap"] = plain
+
+
+def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str, Any]:
+    """The credentials file: every api key as its bearer token string."""
+    boot = state.meta["bootstrap"]
+    keys = boot["api_keys"]
+    root = base_url.rstrip("/")
+    return {
+        "base_url": root,
+        "namespace": state.config.namespace,
+        "abilities_url": f"{root}/wp-abilities/v1",
+        "api_keys": {role: bearer_token(k["consumer_key"], k["consumer_secret"]) for role, k in keys.items()},
+        "v1": {
+            "consumer_key": keys["read_write"]["consumer_key"],
+            "consumer_secret": keys["read_write"]["consumer_secret"],
+        },
+        "application_password": dict(boot["application_password"]),
+        "admin_token": admin_token,
+    }
+
+
+def verify_application_password(state: FleetState, username: str, password: str) -> bool:
+    """The WordPress application-password check the Abilities interface uses (spaces are ignored)."""
+    record = state.meta.get("application_password")
+    if not record:
+        return False
+    same_user = hmac.compare_digest(username.encode(), record["username"].encode())
+    same_password = hmac.compare_digest(_hash_secret(password.replace(" ", ""), record["salt"]), record["hash"])
+    return same_user and same_password
+
+
+def parse_basic(authorization: str) -> tuple[str, str] | None:
+    if not authorization.lower().startswith("basic "):
+        return None
+    try:
+        user, _, password = base64.b64decode(authorization[6:].strip()).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user, password
+
+
+def _v2_pair(headers: Mapping[str, str], query: Mapping[str, Any], ns: str) -> tuple[str, str] | None:
+    """Credentials in the dashboard's order: query pair, Basic, then Bearer. None when there are none."""
+    ck, cs = query.get("consumer_key"), query.get("consumer_secret")
+    if isinstance(ck, str) and isinstance(cs, str) and ck and cs:
+        return ck, cs
+    authorization = headers.get("authorization", "")
+    basic = parse_basic(authorization)
+    if basic is not None:
+        return basic
+    if authorization.lower().startswith("bearer "):
+        token = authorization[7:].strip()
+        secret, sep, key = token.partition("==")
+        if not sep or not secret or not key:
+            raise AuthFailure(f"{ns}_rest_authentication_missing_parameter", "Invalid OAuth parameter.")
+        return "ck_" + key, "cs_" + secret
+    return None
+
+
+def check_api_key(state: FleetState, consumer_key: str, consumer_secret: str) -> ApiKey:
+    ns = state.config.namespace
+    key_id = state.keys_by_hash.get(hash_consumer_key(state, consumer_key))
+    key = None if key_id is None else state.api_keys.get(key_id)
+    if key is None or not key.enabled:
+        raise AuthFailure(f"{ns}_rest_authentication_disabled_key", "The REST API Key are disabled.")
+    if not hmac.compare_digest(_hash_secret(consumer_secret, key.cs_salt), key.cs_hash):
+        raise AuthFailure(f"{ns}_rest_authentication_error", "Consumer secret is invalid.")
+    return key
+
+
+def check_method(state: FleetState, key: ApiKey, method: str) -> None:
+    need = METHOD_NEEDS.get(method.upper())
+    if need is not None and key.permissions not in ALLOWED[need]:
+        raise AuthFailure(
+            f"{state.config.namespace}_rest_authentication_error",
+            f"The API key provided does not have {need} permissions.",
+        )
+
+
+def authenticate_v2(state: FleetState, method: str, headers: Mapping[str, str], query: Mapping[str, Any]) -> ApiKey:
+    """A REST v2 request's key, or AuthFailure with the dashboard's exact 401 body."""
+    ns = state.config.namespace
+    pair = _v2_pair(headers, query, ns)
+    if pair is None:
+        raise AuthFailure(f"{ns}_rest_authentication_error", "You are not authenticated.")
+    key = check_api_key(state, *pair)
+    check_method(state, key, method)
+    key.last_access = time.time()
+    return key
+
+
+def authenticate_bearer(state: FleetState, authorization: str) -> ApiKey | None:
+    """For the Abilities interface when it accepts the v2 Bearer token: the enabled key, or None."""
+    if not authorization.lower().startswith("bearer "):
+        return None
+    secret, sep, key = authorization[7:].strip().partition("==")
+    if not sep:
+        return None
+    try:
+        return check_api_key(state, "ck_" + key, "cs_" + secret)
+    except AuthFailure:
+        return None
+
+
+V1_ERROR = (
+    "Incorrect or missing consumer key and/or secret. If the issue persists please reset your "
+    "authentication details from the {brand} &gt; Settings &gt; REST API page, on your {brand} Dashboard site."
+)
+
+
+def authenticate_v1(state: FleetState, method: str, headers: Mapping[str, str], query: Mapping[str, Any]) -> V1Key:
+    """Legacy v1: query pair or X-Api-Key JSON header; the v2 key check also runs first, as on the real one."""
+    ns = state.config.namespace
+    brand = "MainWP" if ns == "mainwp" else ns.upper()
+    ck, cs = query.get("consumer_key"), query.get("consumer_secret")
+    header = headers.get("x-api-key")
+    if (not ck or not cs) and header:
+        try:
+            data = json.loads(header)
+            ck, cs = data.get("consumer_key"), data.get("consumer_secret")
+        except (ValueError, AttributeError):
+            ck = cs = None
+    refused = AuthFailure("v1_error", "v1", body={"ERROR": V1_ERROR.format(brand=brand)})
+    if not isinstance(ck, str) or not isinstance(cs, str) or not ck or not cs:
+        raise refused
+    check_api_key(state, ck, cs)
+    key = state.v1_keys.get(ck)
+    if key is None or not key.enabled or not hmac.compare_digest(_hash_secret(cs, key.cs_salt), key.cs_hash):
+        raise refused
+    letter = {"GET": "r", "HEAD": "r", "DELETE": "d"}.get(method.upper(), "w")
+    if letter not in key.perms.split(","):
+        word = {"r": "Read", "w": "Write", "d": "Delete"}[letter]
+        raise AuthFailure("rest_method_not_allowed", f"Sorry, you are not allowed to do the {word} method.")
+    return key

@@ -1,0 +1,44 @@
+"""Everything that shapes one emulator run, validated once at start-up."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+EXTENSION_MODULES = ("ssl-monitor", "domain-monitor", "lighthouse", "pro-reports", "time-tracker")
+CORE_MODULES = ("cost-tracker", "logs")
+ALL_MODULES = CORE_MODULES + EXTENSION_MODULES
+
+
+class EmulatorConfig(BaseModel):
+    """One dashboard: its namespace (`svc` as the spec spells it, `mainwp` as the product does), fleet and knobs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: Literal["svc", "mainwp"] = "svc"
+    sites: int = Field(50, ge=0, le=100_000)
+    seed: int = 0
+    db: Path | None = None
+    time_scale: float = Field(1.0, gt=0)
+    faults: str = "none"
+    workers: int = Field(8, ge=1, le=1024)
+    work_seconds: dict[str, float] = Field(default_factory=dict)
+    modules: frozenset[str] = frozenset(ALL_MODULES)
+    abilities_accept_bearer: bool = True
+    admin_token: SecretStr = Field(default_factory=lambda: SecretStr(secrets.token_hex(16)))
+
+    def model_post_init(self, _context: object) -> None:
+        unknown = set(self.modules) - set(ALL_MODULES)
+        if unknown:
+            raise ValueError(f"unknown modules {sorted(unknown)}; known: {', '.join(ALL_MODULES)}")
+
+    @property
+    def ns(self) -> str:
+        return self.namespace
+
+    def name(self, suffix: str) -> str:
+        """`name("rest_batch_items_limit")` -> `svc_rest_batch_items_limit` (or `mainwp_...`)."""
+        return f"{self.namespace}_{suffix}"

@@ -1,0 +1,356 @@
+"""Fault injection: the dashboard misbehaving on purpose, deterministically under the seed.
+
+A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
+- per request, on every dashboard route (never on `/__emulator__`): a latency drawn from a log-normal
+  distribution, 5xx answers, 429 answers with `Retry-After`, and dropped connections (the request is
+  processed, then the connection is cut before the answer is complete);
+- on the fleet: sites going offline and update items that fail (a clear error) or fail silently (reported
+  as success, version unmoved), drawn once when the profile is applied and undone when it is replaced;
+- on background jobs: a job whose cron never fires (it stays queued until it expires) and a job slowed until
+  it hits the 4 h timeout.
+Delays injected here are dashboard delays too: they are scaled by the clock like every other.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from emulator.app import Emulator
+
+EXEMPT_PREFIX = "/__emulator__"
+
+
+class FaultProfile(BaseModel):
+    """Rates are probabilities per request, per site, per update item or per job."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "custom"
+    latency_median_ms: float = Field(0.0, ge=0)
+    latency_sigma: float = Field(0.0, ge=0, le=3, description="log-normal shape; 0 = always the median")
+    latency_max_ms: float = Field(30_000.0, ge=0)
+    error_rate: float = Field(0.0, ge=0, le=1, description="5xx answers (500, 502, 503, 504 in turn)")
+    throttle_rate: float = Field(0.0, ge=0, le=1, description="429 answers with Retry-After")
+    retry_after_seconds: int = Field(5, ge=0)
+    drop_rate: float = Field(0.0, ge=0, le=1, description="connection cut after the request was processed")
+    site_offline_rate: float = Field(0.0, ge=0, le=1)
+    update_failure_rate: float = Field(0.0, ge=0, le=1)
+    silent_failure_rate: float = Field(0.0, ge=0, le=1)
+    stuck_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs whose cron never fires")
+    slow_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs slowed until the 4 h timeout")
+
+    def model_post_init(self, _context: object) -> None:
+        if self.error_rate + self.throttle_rate + self.drop_rate > 1:
+            raise ValueError("error_rate + throttle_rate + drop_rate must not exceed 1")
+        if self.update_failure_rate + self.silent_failure_rate > 1:
+            raise ValueError("update_failure_rate + silent_failure_rate must not exceed 1")
+        if self.stuck_job_rate + self.slow_job_rate > 1:
+            raise ValueError("stuck_job_rate + slow_job_rate must not exceed 1")
+
+
+PROFILES: dict[str, FaultProfile] = {
+    "none": FaultProfile(name="none"),
+    "realistic": FaultProfile(
+        name="realistic", latency_median_ms=120, latency_sigma=0.6, latency_max_ms=10_000,
+        error_rate=0.01, throttle_rate=0.01, retry_after_seconds=2, drop_rate=0.002,
+        site_offline_rate=0.02, update_failure_rate=0.03, silent_failure_rate=0.01,
+        stuck_job_rate=0.01, slow_job_rate=0.01,
+    ),
+    "hostile": FaultProfile(
+        name="hostile", latency_median_ms=400, latency_sigma=1.0, latency_max_ms=20_000,
+        error_rate=0.08, throttle_rate=0.08, retry_after_seconds=5, drop_rate=0.03,
+        site_offline_rate=0.10, update_failure_rate=0.15, silent_failure_rate=0.05,
+        stuck_job_rate=0.25, slow_job_rate=0.25,
+    ),
+}
+
+
+class FaultProfileError(ValueError):
+    """A profile name or file that cannot be used; the message says why."""
+
+
+def load_profile(spec: str | dict[str, Any]) -> FaultProfile:
+    """A named profile, a path to a YAML/JSON file, or a mapping. Files and mappings may say
+    `extends: realistic` and override single fields."""
+    if isinstance(spec, str):
+        if spec in PROFILES:
+            return PROFILES[spec]
+        path = Path(spec)
+        if not path.is_file():
+            raise FaultProfileError(f"unknown fault profile {spec!r}: use none, realistic, hostile or a file path")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise FaultProfileError(f"cannot read fault profile {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise FaultProfileError(f"fault profile {path} must be a mapping of settings")
+        data.setdefault("name", path.stem)
+        return load_profile(data)
+    data = dict(spec)
+    base_name = data.pop("extends", "none")
+    if base_name not in PROFILES:
+        raise FaultProfileError(f"extends must be one of {', '.join(PROFILES)}, not {base_name!r}")
+    try:
+        return FaultProfile.model_validate({**PROFILES[base_name].model_dump(), "name": "custom", **data})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'profile'}: {e['msg']}" for e in exc.errors())
+        raise FaultProfileError(f"invalid fault profile: {problems}") from None
+
+
+class FaultController:
+    """The active profile, its seeded random streams and what it did (counters for ground truth and tests)."""
+
+    ERROR_STATUSES = (500, 502, 503, 504)
+
+    def __init__(self, emulator: Emulator, profile: FaultProfile) -> None:
+        self.emulator = emulator
+        self.seed = emulator.config.seed
+        self.profile = profile
+        self._applied_offline: list[int] = []
+        self._applied_items: list[tuple[int, str, str]] = []
+        self._reset_streams()
+        self.apply_fleet_effects()
+
+    def _reset_streams(self) -> None:
+        self._requests = random.Random(f"{self.seed}:requests:{self.profile.name}")
+        self._jobs = random.Random(f"{self.seed}:jobs:{self.profile.name}")
+        self.counts: Counter[str] = Counter()
+        self.latencies_ms: list[float] = []
+
+    def switch(self, profile: FaultProfile) -> None:
+        """Replace the profile at run time: undo the fleet effects of the old one, apply the new one."""
+        self.revert_fleet_effects()
+        self.profile = profile
+        self._reset_streams()
+        self.apply_fleet_effects()
+
+    # ---- per request ---------------------------------------------------------------------------------------
+
+    def decide_request(self) -> tuple[float, str, int]:
+        """(latency in nominal seconds, outcome ok|error|throttle|drop, status for errors)."""
+        p = self.profile
+        latency_ms = 0.0
+        if p.latency_median_ms > 0:
+            latency_ms = min(p.latency_median_ms * math.exp(p.latency_sigma * self._requests.gauss(0, 1)),
+                             p.latency_max_ms)
+        draw = self._requests.random()
+        self.counts["requests"] += 1
+        self.latencies_ms.append(latency_ms)
+        if draw < p.error_rate:
+            self.counts["errors"] += 1
+            return latency_ms / 1000, "error", self.ERROR_STATUSES[self.counts["errors"] % len(self.ERROR_STATUSES)]
+        if draw < p.error_rate + p.throttle_rate:
+            self.counts["throttled"] += 1
+            return latency_ms / 1000, "throttle", 429
+        if draw < p.error_rate + p.throttle_rate + p.drop_rate:
+            self.counts["dropped"] += 1
+            return latency_ms / 1000, "drop", 0
+        return latency_ms / 1000, "ok", 200
+
+    # ---- per job -------------------------------------------------------------------------------------------
+
+    def pick_job_fault(self) -> str | None:
+        draw = self._jobs.random()
+        if draw < self.profile.stuck_job_rate:
+            self.counts["stuck_jobs"] += 1
+            return "stuck"
+        if draw < self.profile.stuck_job_rate + self.profile.slow_job_rate:
+            self.counts["slow_jobs"] += 1
+            return "slow"
+        return None
+
+    # ---- on the fleet --------------------------------------------------------------------------------------
+
+    def apply_fleet_effects(self) -> None:
+        """Take a seeded sample of sites offline and mark a seeded sample of pending update items to fail."""
+        p = self.profile
+        state, ops = self.emulator.state, self.emulator.operations
+        rng = random.Random(f"{self.seed}:fleet:{p.name}")
+        if p.site_offline_rate > 0:
+            for site in state.sites.values():
+                if rng.random() < p.site_offline_rate and site.reachable:
+                    ops.set_reachable(site, False)
+                    self._applied_offline.append(site.id)
+        if p.update_failure_rate + p.silent_failure_rate > 0:
+            for site in state.sites.values():
+                for update in state.pending_updates(site, respect_ignores=False):
+                    draw = rng.random()
+                    key = f"{update.type}:{update.slug}"
+                    if key in site.fail_items:
+                        continue
+                    if draw < p.update_failure_rate:
+                        mode = "fail"
+                    elif draw < p.update_failure_rate + p.silent_failure_rate:
+                        mode = "silent"
+                    else:
+                        continue
+                    ops.set_item_fault(site, update.type, update.slug, mode)
+                    self._applied_items.append((site.id, update.type, update.slug))
+        self.counts["sites_offline"] = len(self._applied_offline)
+        self.counts["items_failing"] = len(self._applied_items)
+
+    def revert_fleet_effects(self) -> None:
+        state, ops = self.emulator.state, self.emulator.operations
+        for site_id in self._applied_offline:
+            site = state.sites.get(site_id)
+            if site is not None:
+                ops.set_reachable(site, True)
+        for site_id, item_type, slug in self._applied_items:
+            site = state.sites.get(site_id)
+            if site is not None:
+                ops.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
+        self._applied_offline, self._applied_items = [], []
+
+    def snapshot(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies_ms)
+
+        def percentile(q: float) -> float:
+            return round(ordered[min(int(q * len(ordered)), len(ordered) - 1)], 1) if ordered else 0.0
+
+        return {
+            "profile": self.profile.model_dump(),
+            "counts": dict(self.counts),
+            "latency_ms": {"p50": percentile(0.5), "p95": percentile(0.95), "p99": percentile(0.99)},
+        }
+
+
+def fault_controller(emulator: Emulator) -> FaultController:
+    """The emulator's controller, created from `config.faults` on first use."""
+    controller = emulator.extras.get("faults")
+    if controller is None:
+        try:
+            profile = load_profile(emulator.config.faults)
+        except FaultProfileError as exc:
+            raise ValueError(str(exc)) from None
+        controller = FaultController(emulator, profile)
+        emulator.extras["faults"] = controller
+    return controller
+
+
+# ---- HTTP -----------------------------------------------------------------------------------------------------
+
+
+class DroppedConnection(ConnectionResetError):
+    """Raised after a started answer to cut the connection (a real server closes the socket mid-response)."""
+
+
+_THROTTLE_BODY = {"code": "rest_too_many_requests", "message": "Too many requests. Please try again later.",
+                  "data": {"status": 429}}
+_ERROR_BODIES = {
+    500: ("application/json; charset=UTF-8", json.dumps(
+        {"code": "internal_server_error", "message": "There has been a critical error on this website.",
+         "data": {"status": 500}})),
+    502: ("text/html", "<html><head><title>502 Bad Gateway</title></head><body>502 Bad Gateway</body></html>"),
+    503: ("text/html", "<html><head><title>503 Service Unavailable</title></head>"
+                       "<body>503 Service Temporarily Unavailable</body></html>"),
+    504: ("text/html", "<html><head><title>504 Gateway Time-out</title></head>"
+                       "<body>504 Gateway Time-out</body></html>"),
+}
+
+
+class FaultMiddleware:
+    """ASGI middleware applying the emulator's fault profile to every dashboard request."""
+
+    def __init__(self, app: ASGIApp, emulator: Emulator) -> None:
+        self.app = app
+        self.emulator = emulator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        controller = fault_controller(self.emulator)
+        if controller.profile.name == "none":
+            await self.app(scope, receive, send)
+            return
+        latency, outcome, status = controller.decide_request()
+        if latency > 0:
+            await self.emulator.clock.sleep(latency)
+        if outcome == "throttle":
+            response: Response = JSONResponse(
+                _THROTTLE_BODY, 429, headers={"Retry-After": str(controller.profile.retry_after_seconds)})
+            await response(scope, receive, send)
+            return
+        if outcome == "error":
+            media_type, body = _ERROR_BODIES[status]
+            await Response(body, status, media_type=media_type)(scope, receive, send)
+            return
+        if outcome == "drop":
+            await self._drop_after_processing(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _drop_after_processing(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started: list[Message] = []
+
+        async def hold(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(message)
+
+        await self.app(scope, receive, hold)
+        if started:  # the headers go out, the body never does
+            await send(started[0])
+        raise DroppedConnection("connection dropped by the fault profile")
+
+
+def fault_routes(emulator: Emulator) -> list[BaseRoute]:
+    """`GET /__emulator__/faults` (profile and counters) and `PUT|POST` with `{"profile": name|path|mapping}`,
+    guarded by the admin token like the other ground-truth routes."""
+
+    async def faults(request: Request) -> Response:
+        if not _is_admin(emulator, request):
+            return JSONResponse({"code": "forbidden", "message": "The admin token is missing or wrong."}, 403)
+        controller = fault_controller(emulator)
+        if request.method == "GET":
+            return JSONResponse(controller.snapshot())
+        try:
+            payload = json.loads(await request.body() or b"{}")
+        except json.JSONDecodeError as exc:
+            return JSONResponse({"code": "invalid_json", "message": f"body is not JSON: {exc.msg}"}, 400)
+        spec = payload.get("profile") if isinstance(payload, dict) else None
+        if not isinstance(spec, str | dict):
+            return JSONResponse({"code": "invalid_profile",
+                                 "message": 'send {"profile": "none" | "realistic" | "hostile" | path | {...}}'}, 400)
+        try:
+            controller.switch(load_profile(spec))
+        except FaultProfileError as exc:
+            return JSONResponse({"code": "invalid_profile", "message": str(exc)}, 400)
+        return JSONResponse(controller.snapshot())
+
+    return [Route(f"{EXEMPT_PREFIX}/faults", faults, methods=["GET", "PUT", "POST"])]
+
+
+def _is_admin(emulator: Emulator, request: Request) -> bool:
+    expected = emulator.config.admin_token.get_secret_value()
+    given = request.headers.get("x-emulator-token", "")
+    authorization = request.headers.get("authorization", "")
+    if not given and authorization.lower().startswith("bearer "):
+        given = authorization[7:].strip()
+    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def install_faults(app: Starlette) -> None:
+    """Add the fault middleware and the `/__emulator__/faults` route to an app from `create_app`, and apply
+    the configured profile's fleet effects now."""
+    emulator = app.state.emulator
+    if emulator.extras.get("faults_installed"):
+        return
+    emulator.extras["faults_installed"] = True
+    fault_controller(emulator)
+    app.router.routes[0:0] = fault_routes(emulator)
+    app.add_middleware(FaultMiddleware, emulator=emulator)

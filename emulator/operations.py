@@ -1,0 +1,261 @@
+"""Work on sites, in ONE place for REST v2, v1, the abilities and background jobs: sync, check, updates with
+per-item results, connection and suspension, and the ground-truth switches tests use to make things fail.
+
+Every operation that talks to a child occupies a dashboard worker for its modelled time (`Capacity.work`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from emulator.capacity import Capacity
+from emulator.records import Item, ItemType, Site
+from emulator.state import FleetState
+
+Outcome = Literal["updated", "failed", "silent", "stale"]
+FaultMode = Literal["fail", "silent"]
+
+
+class SiteUnavailable(Exception):
+    """The child cannot be reached (offline or disconnected): the whole site operation fails."""
+
+    def __init__(self, site: Site, message: str) -> None:
+        super().__init__(message)
+        self.site = site
+        self.message = message
+
+
+class SiteSuspended(Exception):
+    def __init__(self, site: Site) -> None:
+        super().__init__(f"site {site.id} is suspended")
+        self.site = site
+
+
+@dataclass(slots=True)
+class ItemResult:
+    """One item of an update run. `silent` and `stale` are reported as success although nothing moved."""
+
+    site_id: int
+    type: ItemType
+    slug: str
+    name: str
+    old_version: str
+    new_version: str
+    outcome: Outcome
+    error: str = ""
+
+    @property
+    def reported_success(self) -> bool:
+        return self.outcome != "failed"
+
+
+@dataclass(slots=True)
+class SyncResult:
+    site: Site
+    ok: bool
+    error: str = ""
+
+
+@dataclass(slots=True)
+class CheckResult:
+    site: Site
+    online: bool
+    http_code: int
+    response_ms: int
+
+
+def site_unavailable_reason(site: Site) -> str | None:
+    if not site.reachable:
+        return "ERROR: HTTP error: cURL error 7: Failed to connect to the child site."
+    if not site.child_connected:
+        return "ERROR: The child site is not connected to this dashboard. Reconnect it."
+    return None
+
+
+class SiteOperations:
+    """Site operations on the shared state; async because each one takes modelled time on a worker."""
+
+    def __init__(self, state: FleetState, capacity: Capacity) -> None:
+        self.state = state
+        self.capacity = capacity
+
+    # ---- sync and check ------------------------------------------------------------------------------------
+
+    async def sync(self, site: Site) -> SyncResult:
+        """Refresh the dashboard's stored copy from the child; an unreachable child records `sync_errors`."""
+        await self.capacity.work("sync")
+        reason = site_unavailable_reason(site)
+        if reason is not None:
+            site.sync_errors = reason
+            self.state.save_site(site)
+            return SyncResult(site, False, reason)
+        site.known_wp_version, site.known_wp_offer = site.wp_version, site.wp_offer
+        for items in (site.plugins, site.themes, site.translations):
+            for item in items.values():
+                item.known_version, item.known_offer = item.version, item.offer
+        site.sync_errors = ""
+        site.last_sync = time.time()
+        site.offline_check_result = 1
+        self.state.save_site(site)
+        return SyncResult(site, True)
+
+    async def sync_many(self, sites: list[Site]) -> list[SyncResult]:
+        return list(await asyncio.gather(*(self.sync(s) for s in sites)))
+
+    async def check(self, site: Site) -> CheckResult:
+        """An HTTP check of the site itself (not the child connection)."""
+        await self.capacity.work("check")
+        online = site.reachable and 200 <= site.http_code < 300
+        site.offline_check_result = 1 if online else -1
+        site.last_check = time.time()
+        self.state.save_site(site)
+        return CheckResult(site, online, site.http_code if site.reachable else 0, site.response_ms)
+
+    async def check_many(self, sites: list[Site]) -> list[CheckResult]:
+        return list(await asyncio.gather(*(self.check(s) for s in sites)))
+
+    # ---- updates -------------------------------------------------------------------------------------------
+
+    def update_candidates(
+        self, site: Site, item_type: ItemType, slugs: list[str] | None, respect_ignores: bool = True
+    ) -> list[str]:
+        """The slugs a run would try: the requested ones that the dashboard lists as pending (all when None)."""
+        listed = [u.slug for u in self.state.pending_updates(site, (item_type,), respect_ignores=respect_ignores)]
+        if slugs is None:
+            return listed
+        wanted = set(slugs)
+        return [slug for slug in listed if slug in wanted]
+
+    async def update_items(
+        self,
+        site: Site,
+        item_type: ItemType,
+        slugs: list[str] | None = None,
+        *,
+        respect_ignores: bool = True,
+        refresh_stored: bool = True,
+    ) -> list[ItemResult]:
+        """Update items of one type on one site; per-item outcomes. Raises SiteSuspended / SiteUnavailable."""
+        if site.suspended:
+            raise SiteSuspended(site)
+        reason = site_unavailable_reason(site)
+        if reason is not None:
+            raise SiteUnavailable(site, reason)
+        candidates = self.update_candidates(site, item_type, slugs, respect_ignores)
+        if not candidates:
+            return []
+        await self.capacity.work("update_item", units=len(candidates))
+        results = [self._apply(site, item_type, slug, refresh_stored) for slug in candidates]
+        self.state.save_site(site)
+        return results
+
+    async def update_site(
+        self,
+        site: Site,
+        types: tuple[ItemType, ...] = ("wp", "plugin", "theme", "translation"),
+        *,
+        respect_ignores: bool = True,
+        refresh_stored: bool = True,
+    ) -> list[ItemResult]:
+        results: list[ItemResult] = []
+        for item_type in types:
+            results += await self.update_items(
+                site, item_type, None, respect_ignores=respect_ignores, refresh_stored=refresh_stored
+            )
+        return results
+
+    def _apply(self, site: Site, item_type: ItemType, slug: str, refresh_stored: bool) -> ItemResult:
+        fault = site.fail_items.get(f"{item_type}:{slug}")
+        if item_type == "wp":
+            return self._apply_core(site, fault, refresh_stored)
+        item: Item = site.items(item_type)[slug]
+        offered = item.known_offer or ""
+        if fault == "fail":
+            error = "Core update failed." if item_type == "wp" else "Download failed."
+            return ItemResult(site.id, item_type, slug, item.name, item.version, item.version, "failed", error)
+        if fault == "silent":
+            return ItemResult(site.id, item_type, slug, item.name, item.version, offered, "silent")
+        if item.offer is None:
+            return ItemResult(site.id, item_type, slug, item.name, "", item.version, "stale")
+        old = item.version
+        if item_type != "translation":
+            item.version = item.offer
+        item.offer = None
+        if refresh_stored:
+            item.known_version, item.known_offer = item.version, None
+        new = "" if item_type == "translation" else item.version
+        return ItemResult(site.id, item_type, slug, item.name, old, new, "updated")
+
+    @staticmethod
+    def _apply_core(site: Site, fault: str | None, refresh_stored: bool) -> ItemResult:
+        offered = site.known_wp_offer or ""
+        if fault == "fail":
+            return ItemResult(
+                site.id,
+                "wp",
+                "wordpress",
+                "WordPress",
+                site.wp_version,
+                site.wp_version,
+                "failed",
+                "Core update failed.",
+            )
+        if fault == "silent":
+            return ItemResult(site.id, "wp", "wordpress", "WordPress", site.wp_version, offered, "silent")
+        if site.wp_offer is None:
+            return ItemResult(site.id, "wp", "wordpress", "WordPress", "", site.wp_version, "stale")
+        old, site.wp_version, site.wp_offer = site.wp_version, site.wp_offer, None
+        if refresh_stored:
+            site.known_wp_version, site.known_wp_offer = site.wp_version, None
+        return ItemResult(site.id, "wp", "wordpress", "WordPress", old, site.wp_version, "updated")
+
+    # ---- connection and suspension -------------------------------------------------------------------------
+
+    async def reconnect(self, site: Site) -> bool:
+        await self.capacity.work("reconnect")
+        if not site.reachable:
+            return False
+        site.child_connected = True
+        site.sync_errors = ""
+        site.last_sync = time.time()
+        self.state.save_site(site)
+        return True
+
+    async def disconnect(self, site: Site, *, mark_local: bool = True) -> bool:
+        """Tell the child to disconnect. The REST route changes nothing locally (mark_local=False), the
+        abilities record `sync_errors="Manually disconnected"`."""
+        await self.capacity.work("disconnect")
+        if site.reachable:
+            site.child_connected = False
+        if mark_local:
+            site.sync_errors = "Manually disconnected"
+        self.state.save_site(site)
+        return site.reachable
+
+    def suspend(self, site: Site) -> None:
+        site.suspended = True
+        self.state.save_site(site)
+
+    def unsuspend(self, site: Site) -> None:
+        site.suspended = False
+        self.state.save_site(site)
+
+    # ---- ground truth switches (tests, benchmarks) ---------------------------------------------------------
+
+    def set_item_fault(self, site: Site, item_type: ItemType, slug: str, mode: FaultMode | None) -> None:
+        """Make the next runs of one item fail (a clear error) or fail silently (success, version unmoved)."""
+        key = f"{item_type}:{slug}"
+        if mode is None:
+            site.fail_items.pop(key, None)
+        else:
+            site.fail_items[key] = mode
+        self.state.save_site(site)
+
+    def set_reachable(self, site: Site, reachable: bool) -> None:
+        """Take a site offline (every call to its child fails) or bring it back."""
+        site.reachable = reachable
+        site.http_code = 200 if reachable else 0
+        self.state.save_site(site)

@@ -1,0 +1,35 @@
+"""Lookups and paging shared by the v2 families."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emulator.records import Site
+from emulator.rest import RestError, RestRequest, page_slice
+
+
+def site_or_404(req: RestRequest, key: str = "id_domain") -> Site:
+    value = req.path_params.get(key, "")
+    site = req.state.find_site(value)
+    if site is None:
+        if value.isdigit():
+            raise RestError(req.code("rest_invalid_site_id"), "Invalid or not found site ID.", 404)
+        raise RestError(req.code("rest_invalid_site_data"), "Invalid or not found site domain.", 404)
+    return site
+
+
+def paged(req: RestRequest, items: list[Any], default_per_page: int | None = None, maximum: int = 200) -> list[Any]:
+    page = req.integer("page", None, minimum=1) or req.integer("paged", None, minimum=1)
+    per_page = req.integer("per_page", None, minimum=0, maximum=maximum)
+    if page is None and per_page is None:
+        return page_slice(items, None, None, default_per_page)
+    return page_slice(items, page, per_page, default_per_page if per_page is None else None)
+
+
+def queue_if_large(req: RestRequest, job_type: str, site_ids: list[int]) -> str | None:
+    """Queue background work on more sites than `<ns>_abilities_batch_threshold` and return the job id;
+    None (run at once) when under the threshold or when no job service is mounted (part 2's `batch_jobs`)."""
+    jobs = req.emulator.extras.get("batch_jobs")
+    if jobs is None or not jobs.should_queue(len(site_ids)):
+        return None
+    return str(jobs.enqueue(job_type, site_ids)["job_id"])

@@ -1,0 +1,142 @@
+"""How planned items become update calls, and what the dashboard said about each item afterwards.
+
+`run-updates-v1` takes one slug filter for every site of a call and queued jobs ignore the ignore lists, so a
+call only ever groups sites whose planned slugs of that type are exactly the same: nothing unplanned can be
+touched. What the answers say is kept as reports; only reconcile decides outcomes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from dashboard.models import JobStatus, UpdateRunResult
+from fleet.plan import PlanItem
+from fleet.summary import Job, UpdateType
+
+APPLY_ORDER = (UpdateType.translation, UpdateType.plugin, UpdateType.theme, UpdateType.core)
+_JOB_TYPE_ALIASES = {"plugins": "plugin", "themes": "theme", "translations": "translation", "wp": "core"}
+
+
+class UpdateCall(BaseModel):
+    """One update call: these sites, this type, exactly these slugs."""
+
+    type: UpdateType
+    site_ids: list[int]
+    slugs: list[str]
+
+
+class ItemReport(BaseModel):
+    """What an answer said about one item, or about a whole site when `slug` is None."""
+
+    site_id: int
+    type: UpdateType | None = None
+    slug: str | None = None
+    ok: bool
+    message: str | None = None
+    old_version: str | None = None
+    new_version: str | None = None
+
+
+class CallResult(BaseModel):
+    call: UpdateCall
+    job_id: str | None = Field(None, description="The batch job the dashboard queued for this call.")
+    reused: bool = Field(False, description="The job was started earlier (a retry or a re-run) and re-used.")
+    reports: list[ItemReport] = Field(default_factory=list)
+    error: str | None = Field(None, description="The call itself failed; nothing is known of its items.")
+
+
+class JobOutcome(BaseModel):
+    """A batch job the sensor waited on, and the per-site errors it recorded."""
+
+    job: Job
+    site_ids: list[int] = Field(default_factory=list)
+    finished: bool = Field(description="The dashboard finished the job (completed, or failed at its timeout).")
+    reports: list[ItemReport] = Field(default_factory=list)
+
+
+def split_evenly(values: list[int], limit: int) -> list[list[int]]:
+    """Split into the fewest parts of at most `limit`, of nearly equal size."""
+    if not values:
+        return []
+    parts = math.ceil(len(values) / limit)
+    size = math.ceil(len(values) / parts)
+    return [values[start : start + size] for start in range(0, len(values), size)]
+
+
+def plan_calls(items: Iterable[PlanItem], type_: UpdateType, sites_per_call: int) -> list[UpdateCall]:
+    """Group the sites whose planned slugs of `type_` are identical; never an empty slug list."""
+    slugs_by_site: dict[int, set[str]] = defaultdict(set)
+    for item in items:
+        if item.type is type_:
+            slugs_by_site[item.site_id].add(item.slug)
+    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for site_id, slugs in slugs_by_site.items():
+        groups[tuple(sorted(slugs))].append(site_id)
+    calls = []
+    for slugs, site_ids in sorted(groups.items(), key=lambda group: -len(group[1])):
+        for part in split_evenly(sorted(site_ids), sites_per_call):
+            calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))
+    return calls
+
+
+def reports_from_run(result: UpdateRunResult) -> list[ItemReport]:
+    """Item reports of an immediate answer. A theme failure is silent there: it simply has no report."""
+    reports = [
+        ItemReport(
+            site_id=done.site_id,
+            type=done.type,
+            slug=done.slug,
+            ok=True,
+            old_version=done.old_version,
+            new_version=done.new_version,
+        )
+        for done in result.updated
+    ]
+    for error in result.errors:
+        if not error.site_id:
+            continue  # an identifier that named no site: no item of the plan is behind it
+        type_ = _update_type(error.type)
+        reports.append(
+            ItemReport(
+                site_id=error.site_id,
+                type=type_,
+                slug=(error.slug or None) if type_ else None,
+                ok=False,
+                message=f"{error.message} [{error.code}]" if error.code else error.message,
+            )
+        )
+    return reports
+
+
+def _update_type(text: str) -> UpdateType | None:
+    key = text.strip().lower()
+    key = _JOB_TYPE_ALIASES.get(key, key)
+    return UpdateType(key) if key in UpdateType.__members__ else None
+
+
+_JOB_ERROR_PART = re.compile(r"^\s*(?P<type>[a-z]+)\s*:\s*(?:(?P<slug>[^:]+?)\s*:\s*)?(?P<message>.*)$")
+
+
+def reports_from_job(status: JobStatus) -> list[ItemReport]:
+    """Per-site job errors (`"plugins: akismet/akismet.php: Download failed.; core: ..."`) as item reports."""
+    reports = []
+    for error in status.errors:
+        if not error.site_id:
+            continue  # the job-level timeout entry (site 0)
+        parts = [part for part in error.message.split("; ") if part.strip()] or [error.message]
+        for part in parts:
+            match = _JOB_ERROR_PART.match(part)
+            type_ = _update_type(match["type"]) if match else None
+            if match and type_ is not None:
+                slug = (match["slug"] or None) if type_ is not UpdateType.core else "wordpress"
+                reports.append(
+                    ItemReport(site_id=error.site_id, type=type_, slug=slug, ok=False, message=match["message"])
+                )
+            else:
+                reports.append(ItemReport(site_id=error.site_id, ok=False, message=f"{part} [{error.code}]"))
+    return reports

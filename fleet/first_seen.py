@@ -1,0 +1,50 @@
+"""When each update was first seen, so that a minimum age can be enforced (a small SQLite file beside the reports).
+
+Keyed fleet-wide by (type, slug, offered version): the age of a release does not depend on which site offers it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+
+UpdateKey = tuple[str, str, str]  # (type, slug, offered version)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS first_seen (
+    type TEXT NOT NULL, slug TEXT NOT NULL, version TEXT NOT NULL, seen TEXT NOT NULL,
+    PRIMARY KEY (type, slug, version)
+)
+"""
+
+
+def open_state_db(path: Path) -> sqlite3.Connection:
+    """One connection to the pipeline's state file, created on first use."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=30)
+    connection.execute("PRAGMA journal_mode=WAL")
+    return connection
+
+
+class FirstSeenStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def record(self, keys: Iterable[UpdateKey], today: date) -> dict[UpdateKey, date]:
+        """Remember `today` for keys never seen before; return the first-seen date of every key."""
+        wanted = set(keys)
+        with open_state_db(self.path) as connection:
+            connection.execute(_SCHEMA)
+            connection.executemany(
+                "INSERT OR IGNORE INTO first_seen (type, slug, version, seen) VALUES (?, ?, ?, ?)",
+                [(*key, today.isoformat()) for key in wanted],
+            )
+            rows = connection.execute("SELECT type, slug, version, seen FROM first_seen").fetchall()
+        connection.close()
+        return {
+            (type_, slug, version): date.fromisoformat(seen)
+            for type_, slug, version, seen in rows
+            if (type_, slug, version) in wanted
+        }

@@ -1,0 +1,258 @@
+"""The plan: every update found at detection, and the decision taken for it before anything is touched.
+
+Built from the fleet (sites), the pending updates, the dashboard's ignore lists, the policy and the first-seen
+dates. The executor reads only the plan; it never re-reads the policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date, datetime
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field
+
+from fleet.first_seen import UpdateKey
+from fleet.policy import Policy, Rule
+from fleet.summary import Outcome, Selection, UpdateType
+
+
+class SiteStatus(StrEnum):
+    online = "online"
+    offline = "offline"
+    suspended = "suspended"
+    disconnected = "disconnected"
+    child_too_old = "child_too_old"
+
+
+_STATUS_BY_ERROR = {"site_offline": SiteStatus.offline, "child_outdated": SiteStatus.child_too_old,
+                    "site_suspended": SiteStatus.suspended}
+
+
+def status_for_error(code: str) -> SiteStatus:
+    """What a failed sync says about a site: offline, child too old, or (any other failure) disconnected."""
+    bare = code.removeprefix("svc_").removeprefix("mainwp_")
+    return _STATUS_BY_ERROR.get(bare, SiteStatus.disconnected)
+
+
+class SiteRecord(BaseModel):
+    """A site as the pipeline sees it after the sync."""
+
+    id: int
+    url: str
+    name: str
+    client: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    status: SiteStatus = SiteStatus.online
+    status_reason: str | None = None
+
+    @property
+    def domain(self) -> str:
+        host = urlsplit(self.url if "//" in self.url else f"//{self.url}").hostname or self.url
+        return host.lower().removeprefix("www.")
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        """The names an operator may use for this site: its id and its domain."""
+        return str(self.id), self.domain
+
+
+class PendingUpdate(BaseModel):
+    """One update the dashboard offers for one site."""
+
+    site_id: int
+    type: UpdateType
+    slug: str
+    name: str = ""
+    from_version: str | None = None
+    to_version: str | None = None
+
+    @property
+    def key(self) -> tuple[int, UpdateType, str]:
+        return self.site_id, self.type, self.slug
+
+    @property
+    def release(self) -> UpdateKey:
+        """The release offered, for the first-seen store (translations carry only their pack version)."""
+        return self.type.value, self.slug, self.to_version or self.from_version or ""
+
+
+class IgnoredUpdate(BaseModel):
+    """An entry of the dashboard's ignore lists (global entries come repeated for every site)."""
+
+    site_id: int
+    type: UpdateType
+    slug: str
+    name: str = ""
+    ignored_version: str = "all_versions"
+
+    def covers(self, to_version: str | None) -> bool:
+        versions = {part.strip() for part in self.ignored_version.split(",")}
+        return "all_versions" in versions or (to_version or "") in versions
+
+
+class Decision(StrEnum):
+    apply = "apply"
+    held = "held"
+    ignored = "ignored"
+    delayed = "delayed"
+    excluded = "excluded"
+    skipped = "skipped"
+
+
+class PlanItem(PendingUpdate):
+    decision: Decision
+    reason: str | None = None
+    rule: str | None = None
+    until: date | None = None
+    cohort: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        """The outcome of an item that is not applied."""
+        return Outcome(self.decision.value)
+
+
+class PlanCohort(BaseModel):
+    name: str
+    site_ids: list[int]
+    failure_budget: int = 0
+
+
+class Plan(BaseModel):
+    run_id: str
+    created_at: datetime
+    dry_run: bool = False
+    selection: Selection = Field(default_factory=Selection)
+    sites: list[SiteRecord] = Field(default_factory=list)
+    items: list[PlanItem] = Field(default_factory=list)
+    cohorts: list[PlanCohort] = Field(default_factory=list)
+
+    def to_apply(self, site_ids: Iterable[int] | None = None) -> list[PlanItem]:
+        wanted = None if site_ids is None else set(site_ids)
+        return [
+            item
+            for item in self.items
+            if item.decision is Decision.apply and (wanted is None or item.site_id in wanted)
+        ]
+
+
+def select_sites(sites: list[SiteRecord], selection: Selection) -> list[SiteRecord]:
+    """Sites matching the selection: any of the listed sites, AND any of the tags, AND any of the clients."""
+    wanted_sites = {entry.strip().lower().removeprefix("www.") for entry in selection.sites}
+    wanted_sites |= {SiteRecord(id=0, url=entry, name="").domain for entry in selection.sites if "//" in entry}
+    wanted_tags = {tag.lower() for tag in selection.tags}
+    wanted_clients = {client.lower() for client in selection.clients}
+    chosen = []
+    for site in sites:
+        if wanted_sites and not wanted_sites & set(site.keys):
+            continue
+        if wanted_tags and not wanted_tags & {tag.lower() for tag in site.tags}:
+            continue
+        if wanted_clients and (site.client or "").lower() not in wanted_clients:
+            continue
+        chosen.append(site)
+    return chosen
+
+
+def unmatched_selection(sites: list[SiteRecord], selection: Selection) -> list[str]:
+    """Site ids or domains in the selection that name no site (worth a run-level error)."""
+    known = {key for site in sites for key in site.keys}
+    return [
+        entry
+        for entry in selection.sites
+        if entry.strip().lower().removeprefix("www.") not in known
+        and SiteRecord(id=0, url=entry, name="").domain not in known
+    ]
+
+
+def build_plan(
+    *,
+    run_id: str,
+    created_at: datetime,
+    sites: list[SiteRecord],
+    pending: list[PendingUpdate],
+    ignored: list[IgnoredUpdate],
+    policy: Policy,
+    first_seen: dict[UpdateKey, date],
+    selection: Selection,
+    dry_run: bool = False,
+) -> Plan:
+    """Decide every pending and ignored item of the given (already selected) sites."""
+    today = created_at.date()
+    by_id = {site.id: site for site in sites}
+    ignores: dict[tuple[int, UpdateType, str], IgnoredUpdate] = {}
+    for entry in ignored:
+        if entry.site_id in by_id:
+            ignores.setdefault((entry.site_id, entry.type, entry.slug), entry)
+    rules_cache = {}
+    items: list[PlanItem] = []
+    seen: set[tuple[int, UpdateType, str]] = set()
+    for update in pending:
+        site = by_id.get(update.site_id)
+        if site is None or update.key in seen:
+            continue
+        seen.add(update.key)
+        entry = ignores.get(update.key)
+        if entry is not None and entry.covers(update.to_version):
+            items.append(_ignored(update, entry))
+            continue
+        if site.status is not SiteStatus.online:
+            reason = site.status_reason or f"site is {site.status.value.replace('_', ' ')}"
+            items.append(
+                PlanItem(**update.model_dump(), decision=Decision.skipped, rule=Rule.site_status, reason=reason)
+            )
+            continue
+        if update.type not in selection.types:
+            items.append(
+                PlanItem(
+                    **update.model_dump(),
+                    decision=Decision.excluded,
+                    rule=Rule.selection,
+                    reason=f"{update.type} updates were not selected for this run",
+                )
+            )
+            continue
+        if site.id not in rules_cache:
+            rules_cache[site.id] = policy.rules_for(site.keys, site.tags, site.client)
+        verdict = rules_cache[site.id].decide(
+            update.type,
+            update.slug,
+            update.name,
+            update.from_version,
+            update.to_version,
+            first_seen.get(update.release, today),
+            today,
+        )
+        if verdict is None:
+            items.append(PlanItem(**update.model_dump(), decision=Decision.apply))
+        else:
+            items.append(
+                PlanItem(
+                    **update.model_dump(),
+                    decision=Decision(verdict.outcome.value),
+                    rule=verdict.rule,
+                    reason=verdict.reason,
+                    until=verdict.until,
+                )
+            )
+    for key, entry in ignores.items():
+        if key not in seen:
+            seen.add(key)
+            version = None if "all_versions" in entry.ignored_version else entry.ignored_version
+            update = PendingUpdate(
+                site_id=entry.site_id, type=entry.type, slug=entry.slug, name=entry.name, to_version=version
+            )
+            items.append(_ignored(update, entry))
+    return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, selection=selection, sites=sites, items=items)
+
+
+def _ignored(update: PendingUpdate, entry: IgnoredUpdate) -> PlanItem:
+    versions = "all versions" if "all_versions" in entry.ignored_version else f"version {entry.ignored_version}"
+    return PlanItem(
+        **update.model_dump(),
+        decision=Decision.ignored,
+        rule=Rule.ignore_list,
+        reason=f"on the dashboard's ignore list ({versions})",
+    )

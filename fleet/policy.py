@@ -1,0 +1,410 @@
+"""The policy file: which pending updates the pipeline may apply, and why the others wait.
+
+A policy is YAML or TOML, validated by pydantic (unknown keys are errors, so a typo never silently turns a
+rule off). `decide` answers one question per item: apply it, or which rule stopped it and why.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from fleet.summary import Outcome, UpdateType
+
+_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+_ITEM_REF = re.compile(r"^\s*(?:(?P<type>[a-z]+):)?\s*(?P<slug>[^<>=!~\s,]+)\s*(?P<pin>.*?)\s*$")
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used, with the file, the field and the reason."""
+
+
+class SemverRule(StrEnum):
+    """The largest version change applied without a person looking: patch < minor < major."""
+
+    patch = "patch"
+    minor = "minor"
+    major = "major"
+
+    @property
+    def rank(self) -> int:
+        return list(SemverRule).index(self)
+
+
+class Rule(StrEnum):
+    """The names that appear as `rule` on every item that was not applied."""
+
+    types = "types"
+    hold = "hold"
+    allow_list = "allow_list"
+    semver = "semver"
+    min_age = "min_age"
+    ignore_list = "ignore_list"
+    selection = "selection"
+    site_status = "site_status"
+    rollout = "rollout"
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """`slug`, `type:slug` or a plugin folder (`woocommerce` matches `woocommerce/woocommerce.php`)."""
+
+    slug: str
+    type: UpdateType | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> tuple[ItemRef, str]:
+        """Split `plugin:woocommerce < 9.0` into the reference and the remaining pin text."""
+        match = _ITEM_REF.match(text)
+        if not match:
+            raise ValueError(f"{text!r} is not an item reference (slug, or type:slug)")
+        kind = match["type"]
+        if kind is not None and kind not in UpdateType.__members__:
+            raise ValueError(f"{kind!r} is not an update type (one of {', '.join(UpdateType)})")
+        return cls(match["slug"].lower(), UpdateType(kind) if kind else None), match["pin"]
+
+    def matches(self, type_: UpdateType, slug: str, name: str = "") -> bool:
+        if self.type is not None and self.type != type_:
+            return False
+        slug = slug.lower()
+        return self.slug in (slug, slug.split("/", 1)[0], name.lower())
+
+
+def _parse_ref(value: Any) -> ItemRef:
+    if isinstance(value, ItemRef):
+        return value
+    ref, rest = ItemRef.parse(str(value))
+    if rest:
+        raise ValueError(f"{value!r}: a version pin is only allowed in a hold")
+    return ref
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hold(_Strict):
+    """Do not apply an item (or only keep it inside a version pin) for a reason, optionally until a date."""
+
+    item: str = Field(description="`slug` or `type:slug`, optionally followed by a pin such as `< 9.0`.")
+    reason: str = Field(min_length=1, description="Why it is held; shown in the report.")
+    expires: date | None = Field(None, description="The hold lapses on this date.")
+    pin: str | None = Field(None, description="Version specifier the item must stay within, e.g. `< 9.0`.")
+    _ref: ItemRef = PrivateAttr()
+    _specifier: SpecifierSet | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _parse(self) -> Hold:
+        ref, inline_pin = ItemRef.parse(self.item)
+        if inline_pin and self.pin:
+            raise ValueError("give the version pin either in `item` or in `pin`, not both")
+        pin = inline_pin or self.pin
+        try:
+            specifier = SpecifierSet(pin.replace(" ", "")) if pin else None
+        except InvalidSpecifier:
+            raise ValueError(f"{pin!r} is not a version pin (e.g. `< 9.0` or `>=8.1,<9`)") from None
+        self._ref, self._specifier = ref, specifier
+        return self
+
+    @property
+    def ref(self) -> ItemRef:
+        return self._ref
+
+    @property
+    def specifier(self) -> SpecifierSet | None:
+        return self._specifier
+
+    def active(self, today: date) -> bool:
+        return self.expires is None or today < self.expires
+
+    def holds_version(self, to_version: str | None) -> bool:
+        """True when this hold stops an update to `to_version` (always, without a pin)."""
+        if self.specifier is None:
+            return True
+        try:
+            return not self.specifier.contains(Version(to_version or ""), prereleases=True)
+        except InvalidVersion:
+            return True  # a version we cannot compare cannot be shown to respect the pin
+
+
+class ItemRules(_Strict):
+    """Rules for one item, overriding the general ones."""
+
+    semver: SemverRule | None = None
+    min_age_days: int | None = Field(None, ge=0)
+
+
+class Rules(_Strict):
+    """A set of rules; in an override every field left out keeps the value from the level above."""
+
+    types: dict[UpdateType, bool] | None = Field(None, description="Update types on (true) or off (false).")
+    semver: SemverRule | None = Field(None, description="Largest version change applied: patch, minor or major.")
+    min_age_days: int | None = Field(None, ge=0, description="Apply an update only once it has been seen N days.")
+    allow_list: bool | None = Field(None, description="When true, only the items listed in `allow` are applied.")
+    allow: list[str] | None = Field(None, description="Items for allow-list mode (`slug` or `type:slug`).")
+    holds: list[Hold] = Field(default_factory=list, description="Holds; overrides add to the holds above.")
+    items: dict[str, ItemRules] = Field(default_factory=dict, description="Per-item semver and minimum age.")
+
+    @field_validator("allow")
+    @classmethod
+    def _check_allow(cls, value: list[str] | None) -> list[str] | None:
+        for entry in value or []:
+            _parse_ref(entry)
+        return value
+
+    @field_validator("items")
+    @classmethod
+    def _check_items(cls, value: dict[str, ItemRules]) -> dict[str, ItemRules]:
+        for key in value:
+            _parse_ref(key)
+        return value
+
+
+class Rollout(_Strict):
+    """Staged rollout: cohorts run in order; a cohort over its failure budget stops the ones after it."""
+
+    cohorts: list[str] = Field(
+        min_length=1, description="In order: `tag:NAME`, `client:NAME`, `site:ID_OR_DOMAIN`, `N%`, `rest`."
+    )
+    failure_budget: int | str = Field(
+        0, description="Failed sites a cohort may have before the rollout stops: a count or a percentage."
+    )
+
+    @field_validator("cohorts")
+    @classmethod
+    def _check_cohorts(cls, value: list[str]) -> list[str]:
+        for position, cohort in enumerate(value):
+            kind, _, rest = cohort.partition(":")
+            if cohort == "rest":
+                if position != len(value) - 1:
+                    raise ValueError("`rest` must be the last cohort")
+            elif cohort.endswith("%"):
+                try:
+                    share = float(cohort[:-1])
+                except ValueError:
+                    raise ValueError(f"{cohort!r} is not a percentage") from None
+                if not 0 < share <= 100:
+                    raise ValueError(f"{cohort!r}: a percentage must be over 0 and at most 100")
+            elif kind not in ("tag", "client", "site") or not rest.strip():
+                raise ValueError(f"{cohort!r} is not a cohort (tag:NAME, client:NAME, site:ID, N% or rest)")
+        if len(set(value)) != len(value):
+            raise ValueError("cohorts must be distinct")
+        return value
+
+    @field_validator("failure_budget")
+    @classmethod
+    def _check_budget(cls, value: int | str) -> int | str:
+        if isinstance(value, str):
+            try:
+                share = float(value.rstrip("%")) if value.endswith("%") else None
+            except ValueError:
+                share = None
+            if share is None or not 0 <= share <= 100:
+                raise ValueError(f"{value!r}: give a count of sites or a percentage such as `10%`")
+        elif value < 0:
+            raise ValueError("the failure budget cannot be negative")
+        return value
+
+    def budget_for(self, sites: int) -> int:
+        """Failed sites allowed in a cohort of `sites` sites."""
+        if isinstance(self.failure_budget, int):
+            return self.failure_budget
+        return int(sites * float(self.failure_budget.rstrip("%")) / 100)
+
+
+class Overrides(_Strict):
+    """Rules per tag, per client and per site; a site's own rules win over its client's, which win over tags."""
+
+    tags: dict[str, Rules] = Field(default_factory=dict)
+    clients: dict[str, Rules] = Field(default_factory=dict)
+    sites: dict[str, Rules] = Field(default_factory=dict, description="Keyed by site id or domain.")
+
+
+class Policy(Rules):
+    """The whole policy file: general rules, overrides, staged rollout and report recipients."""
+
+    overrides: Overrides = Field(default_factory=Overrides)
+    rollout: Rollout | None = None
+    recipients: dict[str, list[str]] = Field(
+        default_factory=dict, description="Report recipients per client name, replacing the client's e-mail."
+    )
+
+    @field_validator("recipients")
+    @classmethod
+    def _check_recipients(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for client, addresses in value.items():
+            for address in addresses:
+                if not _EMAIL.match(address):
+                    raise ValueError(f"{address!r} (client {client!r}) is not an e-mail address")
+        return value
+
+    def rules_for(self, site_keys: Iterable[str], tags: Iterable[str], client: str | None) -> EffectiveRules:
+        """The rules that govern one site: general, then its tags, its client, then the site itself."""
+        layers: list[Rules] = [self]
+        tag_names = {tag.lower() for tag in tags}
+        layers += [rules for name, rules in self.overrides.tags.items() if name.lower() in tag_names]
+        if client is not None:
+            layers += [rules for name, rules in self.overrides.clients.items() if name.lower() == client.lower()]
+        keys = {key.lower() for key in site_keys}
+        layers += [rules for name, rules in self.overrides.sites.items() if name.lower() in keys]
+        return EffectiveRules.merge(layers)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Why an item is not applied: the outcome it gets, the rule, a readable reason, a date when relevant."""
+
+    outcome: Outcome
+    rule: Rule
+    reason: str
+    until: date | None = None
+
+
+_CHANGE_NAMES = ("major", "minor", "patch")
+
+
+def version_change(from_version: str | None, to_version: str | None) -> SemverRule | None:
+    """The size of a version change (None when either version cannot be read)."""
+    try:
+        old, new = Version(from_version or ""), Version(to_version or "")
+    except InvalidVersion:
+        return None
+    old_parts, new_parts = (old.release + (0, 0, 0))[:3], (new.release + (0, 0, 0))[:3]
+    for index, name in enumerate(_CHANGE_NAMES):
+        if old_parts[index] != new_parts[index]:
+            return SemverRule(name)
+    return SemverRule.patch
+
+
+@dataclass(frozen=True)
+class EffectiveRules:
+    """The merged rules for one site, ready to decide items."""
+
+    types: dict[UpdateType, bool]
+    semver: SemverRule
+    min_age_days: int
+    allow_list: bool
+    allow: tuple[ItemRef, ...]
+    holds: tuple[Hold, ...]
+    items: tuple[tuple[ItemRef, ItemRules], ...]
+
+    @classmethod
+    def merge(cls, layers: list[Rules]) -> EffectiveRules:
+        types = dict.fromkeys(UpdateType, True)
+        semver, min_age, allow_list, allow = SemverRule.major, 0, False, []
+        holds: list[Hold] = []
+        items: list[tuple[ItemRef, ItemRules]] = []
+        for layer in layers:
+            types.update(layer.types or {})
+            semver = layer.semver or semver
+            min_age = layer.min_age_days if layer.min_age_days is not None else min_age
+            allow_list = layer.allow_list if layer.allow_list is not None else allow_list
+            allow = layer.allow if layer.allow is not None else allow
+            holds += layer.holds
+            # later layers first, so that the most specific item rule is found first
+            items = [(_parse_ref(key), rules) for key, rules in layer.items.items()] + items
+        return cls(types, semver, min_age, allow_list, tuple(_parse_ref(a) for a in allow), tuple(holds), tuple(items))
+
+    def _item_rule(self, type_: UpdateType, slug: str, name: str, field: str) -> Any:
+        for ref, rules in self.items:
+            value = getattr(rules, field)
+            if value is not None and ref.matches(type_, slug, name):
+                return value
+        return None
+
+    def decide(
+        self,
+        type_: UpdateType,
+        slug: str,
+        name: str,
+        from_version: str | None,
+        to_version: str | None,
+        first_seen: date,
+        today: date,
+    ) -> Decision | None:
+        """None to apply the item, else the first rule that stops it."""
+        label = name or slug
+        if not self.types.get(type_, True):
+            return Decision(Outcome.excluded, Rule.types, f"{type_} updates are turned off by the policy")
+        for hold in self.holds:
+            if hold.active(today) and hold.ref.matches(type_, slug, name) and hold.holds_version(to_version):
+                pin = f" (pinned {hold.specifier})" if hold.specifier else ""
+                return Decision(Outcome.held, Rule.hold, f"held: {hold.reason}{pin}", hold.expires)
+        if self.allow_list and not any(ref.matches(type_, slug, name) for ref in self.allow):
+            return Decision(Outcome.excluded, Rule.allow_list, f"{label} is not on the policy's allow-list")
+        if type_ is not UpdateType.translation:
+            limit = self._item_rule(type_, slug, name, "semver") or self.semver
+            change = version_change(from_version, to_version)
+            if change is None and limit is not SemverRule.major:
+                return Decision(
+                    Outcome.excluded,
+                    Rule.semver,
+                    f"cannot compare versions {from_version!r} -> {to_version!r} under the {limit} rule",
+                )
+            if change is not None and change.rank > limit.rank:
+                return Decision(
+                    Outcome.excluded,
+                    Rule.semver,
+                    f"{change} update {from_version} -> {to_version} exceeds the {limit} rule",
+                )
+        min_age = self._item_rule(type_, slug, name, "min_age_days")
+        min_age = self.min_age_days if min_age is None else min_age
+        eligible = first_seen + timedelta(days=min_age)
+        if today < eligible:
+            age = (today - first_seen).days
+            return Decision(
+                Outcome.delayed,
+                Rule.min_age,
+                f"first seen {first_seen.isoformat()} ({age} of {min_age} days)",
+                eligible,
+            )
+        return None
+
+
+def _format_error(path: Path, error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        message = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"{path}: {where}: {message}")
+    return "\n".join(lines)
+
+
+def parse_policy(data: Any, source: Path = Path("<policy>")) -> Policy:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PolicyError(f"{source}: the policy must be a mapping of settings, not {type(data).__name__}")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as error:
+        raise PolicyError(_format_error(source, error)) from None
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and validate a policy file; raise `PolicyError` naming the field and the reason."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise PolicyError(f"{path}: cannot read the policy file ({error.strerror})") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data: Any = tomllib.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise PolicyError(f"{path}: a policy file must end in .yaml, .yml or .toml")
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:
+        raise PolicyError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {error}") from None
+    return parse_policy(data, path)

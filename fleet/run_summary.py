@@ -1,0 +1,75 @@
+"""Assemble `summary.json` from the plan and what reconcile found, and check that no item went missing."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fleet.plan import Plan
+from fleet.policy import Policy
+from fleet.reconcile import not_attempted
+from fleet.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary
+
+
+class MissingItems(RuntimeError):
+    """An item found at detection has no outcome: a bug, reported rather than hidden."""
+
+
+def build_summary(
+    *,
+    plan: Plan,
+    attempted: list[Item],
+    jobs: list[Job],
+    cohorts: list[Cohort],
+    checks: dict[int, SiteCheck],
+    clients: list[Client],
+    errors: list[str],
+    finished_at: datetime,
+    dashboard: str | None = None,
+) -> Summary:
+    items = not_attempted(plan) + attempted
+    keys = {(item.site_id, item.type, item.slug) for item in items}
+    missing = [item for item in plan.items if (item.site_id, item.type, item.slug) not in keys]
+    if missing:
+        listed = ", ".join(f"site {i.site_id} {i.type} {i.slug}" for i in missing[:10])
+        raise MissingItems(f"{len(missing)} detected item(s) have no outcome: {listed}")
+    items.sort(key=lambda item: (item.site_id, list(type(item.type)).index(item.type), item.slug))
+    updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}
+    sites = [
+        Site(
+            site_id=site.id,
+            site_url=site.url,
+            site_name=site.name,
+            client=site.client,
+            status=site.status.value,
+            updated=site.id in updated_sites,
+            check=checks.get(site.id),
+        )
+        for site in plan.sites
+    ]
+    return Summary(
+        run_id=plan.run_id,
+        started_at=plan.created_at,
+        finished_at=finished_at,
+        dry_run=plan.dry_run,
+        dashboard=dashboard,
+        selection=plan.selection,
+        counts=Summary.count(items),
+        items=items,
+        sites=sites,
+        clients=clients,
+        jobs=jobs,
+        cohorts=cohorts,
+        errors=errors,
+    )
+
+
+def clients_with_recipients(clients: list[Client], policy: Policy, site_clients: set[str]) -> list[Client]:
+    """The clients that own selected sites, with the policy's recipients replacing the client's e-mail."""
+    overrides = {name.lower(): recipients for name, recipients in policy.recipients.items()}
+    chosen = []
+    for client in clients:
+        if client.name not in site_clients:
+            continue
+        recipients = overrides.get(client.name.lower()) or ([client.email] if client.email else [])
+        chosen.append(client.model_copy(update={"recipients": list(recipients)}))
+    return chosen

@@ -1,0 +1,60 @@
+"""Pipeline settings (environment `FLEET_*` or `.env`): where reports go and how hard the dashboard is pushed.
+
+The dashboard's connection settings (URL, credentials) belong to the client (`dashboard/`); these only shape
+the pipeline's work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DASHBOARD_JOB_TIMEOUT_SECONDS = 4 * 3600  # the dashboard fails a batch job after 4 hours
+
+
+class PipelineSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
+
+    report_dir: Path = Field(Path("reports"), description="Directory that holds one sub-directory per run.")
+    state_db: Path | None = Field(
+        None, description="SQLite file for the first-seen store and the job journal (default: beside the reports)."
+    )
+    policy_file: Path | None = Field(None, description="Policy file (YAML or TOML); none means apply everything.")
+    concurrency: int = Field(8, ge=1, le=256, description="Requests in flight against the dashboard at once.")
+    chunk_size: int = Field(500, ge=1, description="Sites handled by one Prefect task run.")
+    batch_threshold: int = Field(
+        200, ge=1, description="The dashboard's background threshold: calls over more sites queue a batch job."
+    )
+    sites_per_job: int = Field(
+        1000,
+        ge=1,
+        description="Largest number of sites in one update call; a queued job moves 20 sites per 30 s, so "
+        "larger jobs would not finish within the dashboard's 4 h timeout.",
+    )
+    job_deadline_seconds: float = Field(
+        3.5 * 3600, gt=0, description="How long the sensor waits on one batch job (under the dashboard's 4 h)."
+    )
+    stall_after_seconds: float = Field(
+        600, gt=0, description="A job whose progress does not move for this long is declared stalled."
+    )
+    probe_sites: bool = Field(True, description="Probe each updated site's home page after the updates.")
+    probe_timeout_seconds: float = Field(20, gt=0, description="Timeout of the home-page probe of each site.")
+    probe_concurrency: int = Field(32, ge=1, le=1024, description="Home-page probes in flight at once.")
+    verify_tls: bool = Field(True, description="Verify TLS certificates when probing sites.")
+    concurrency_limit: str | None = Field(
+        None, description="Name of a Prefect global concurrency limit every dashboard write call occupies."
+    )
+    task_retries: int = Field(2, ge=0, description="Coarse retries of a failed step (the client retries requests).")
+    retry_delay_seconds: float = Field(10, ge=0)
+
+    @model_validator(mode="after")
+    def _deadline_under_dashboard_timeout(self) -> PipelineSettings:
+        if self.job_deadline_seconds >= DASHBOARD_JOB_TIMEOUT_SECONDS:
+            raise ValueError("job_deadline_seconds must stay under the dashboard's 4 h job timeout")
+        return self
+
+    @property
+    def state_path(self) -> Path:
+        return self.state_db or self.report_dir / "fleet-state.sqlite"

@@ -1,0 +1,39 @@
+"""`check_fleet`: the health of the selected sites right now (dashboard check, home-page probe, open incidents)."""
+
+from __future__ import annotations
+
+from prefect import flow
+from prefect.artifacts import acreate_table_artifact
+
+from fleet.plan import SiteStatus
+from fleet.settings import PipelineSettings
+from fleet.summary import Selection, SiteCheck
+from flows.sync import DashboardBlock, SelectionParameter, open_dashboard, run_in_chunks, select_fleet
+from tasks.checks import check_sites_task
+
+
+@flow(name="check-fleet", log_prints=False)
+async def check_fleet(
+    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dashboard: DashboardBlock = None,
+) -> dict[int, SiteCheck]:
+    """Check the selected sites now; the unhealthy ones are shown in a table artifact."""
+    settings = PipelineSettings()
+    async with await open_dashboard(dashboard) as client:
+        sites, _, _ = await select_fleet(client, selection)
+        usable = [site for site in sites if site.status is SiteStatus.online]
+        parts = await run_in_chunks(
+            lambda chunk, share, label: check_sites_task(client, chunk, share, label=label), usable, settings
+        )
+    checks = {site_id: check for part in parts for site_id, check in part.items()}
+    by_id = {site.id: site for site in usable}
+    rows = [
+        {"site": by_id[site_id].name, "url": by_id[site_id].url, "online": check.online,
+         "http_code": check.http_code, "probe": check.probe_error or "ok", "open_incidents": check.open_incidents,
+         "error": check.error}
+        for site_id, check in checks.items()
+        if not check.healthy or check.open_incidents
+    ]
+    if rows:
+        await acreate_table_artifact(rows, key="fleet-check-problems", description="Sites that failed a check")
+    return checks

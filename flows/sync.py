@@ -1,0 +1,91 @@
+"""`sync_fleet`: sync the selected sites and say which could not be synced. Also the opening every flow shares."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+from prefect import flow, get_run_logger
+from pydantic import Field
+
+from dashboard.client import DashboardClient
+from fleet.fan_out import chunked, fan_out
+from fleet.plan import SiteRecord, SiteStatus, select_sites, unmatched_selection
+from fleet.settings import PipelineSettings
+from fleet.summary import Client, Selection
+from tasks.detect import apply_sync_failures, load_fleet_task
+from tasks.sync import sync_sites_task
+
+DashboardBlock = Annotated[
+    str | None,
+    Field(description="Name of a saved Dashboard Connection block; empty means the FLEET_* environment."),
+]
+T = TypeVar("T")
+R = TypeVar("R")
+SelectionParameter = Annotated[
+    Selection, Field(description="Which sites (ids or domains), tags, clients and update types; empty means all.")
+]
+
+
+async def open_dashboard(block: str | None) -> DashboardClient:
+    if block:
+        from dashboard.block import DashboardConnection
+
+        return DashboardClient.from_block(await DashboardConnection.load(block))
+    return DashboardClient.from_env()
+
+
+async def select_fleet(
+    client: DashboardClient, selection: Selection
+) -> tuple[list[SiteRecord], list[Client], list[str]]:
+    """The selected sites, the dashboard's clients, and run-level errors (names that match no site)."""
+    fleet, clients = await load_fleet_task(client)
+    errors = [f"selection: no site matches {entry!r}" for entry in unmatched_selection(fleet, selection)]
+    return select_sites(fleet, selection), clients, errors
+
+
+async def run_in_chunks(
+    step: Callable[[list[T], PipelineSettings, str], Awaitable[R]], values: list[T], settings: PipelineSettings
+) -> list[R]:
+    """One task run per chunk of `settings.chunk_size`; together they keep within `settings.concurrency`."""
+    chunks = chunked(values, settings.chunk_size)
+    if not chunks:
+        return []
+    parallel = min(len(chunks), settings.concurrency)
+    share = settings.model_copy(update={"concurrency": max(1, settings.concurrency // parallel)})
+    numbered = list(enumerate(chunks, start=1))
+    return await fan_out(numbered, lambda pair: step(pair[1], share, f"{pair[0]}-of-{len(chunks)}"), parallel)
+
+
+async def sync_selected(
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+) -> list[SiteRecord]:
+    """Sync the usable sites in chunk tasks; the sites come back with their status after the sync."""
+    usable = [site for site in sites if site.status is SiteStatus.online]
+    results = await run_in_chunks(
+        lambda chunk, share, label: sync_sites_task(client, chunk, share, label=label), usable, settings
+    )
+    failures = {site_id: failure for result in results for site_id, failure in result.items()}
+    return apply_sync_failures(sites, failures)
+
+
+@flow(name="sync-fleet", log_prints=False)
+async def sync_fleet(
+    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dashboard: DashboardBlock = None,
+) -> dict[str, int]:
+    """Sync the selected sites now; returns how many sites ended in each status."""
+    settings = PipelineSettings()
+    async with await open_dashboard(dashboard) as client:
+        sites, _, errors = await select_fleet(client, selection)
+        synced = await sync_selected(client, sites, settings)
+    logger = get_run_logger()
+    for error in errors:
+        logger.warning(error)
+    for site in synced:
+        if site.status is not SiteStatus.online:
+            logger.warning("site %s (%s): %s", site.id, site.url, site.status_reason or site.status.value)
+    counts: dict[str, int] = {}
+    for site in synced:
+        counts[site.status.value] = counts.get(site.status.value, 0) + 1
+    return counts

@@ -1,0 +1,256 @@
+"""pandas aggregation of run summaries into the report data, for the whole fleet or one client."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pandas as pd
+
+from fleet.summary import Outcome, Site, Summary, UpdateType
+from reporting.history import as_utc
+from reporting.model import (
+    ATTEMPTED,
+    NOT_DONE_ORDER,
+    OUTCOME_ORDER,
+    TYPE_TITLES,
+    BreakdownRow,
+    Checks,
+    Headline,
+    NotDoneGroup,
+    NotDoneRow,
+    PluginFailure,
+    ReportData,
+    SiteProblem,
+    TrendRow,
+    UpdatedItem,
+    UpdatedSite,
+)
+
+ITEM_COLUMNS = [
+    "site_id", "site_name", "site_url", "client", "type", "slug", "name",
+    "from_version", "to_version", "outcome", "reason", "rule", "until",
+]  # fmt: skip
+NO_CLIENT = ""
+_SPACE = re.compile(r"\s+")
+
+
+def clean(value: object, limit: int = 300) -> str:
+    """Untrusted text made safe to lay out: no control or format characters, one line, bounded length.
+
+    Escaping for each format is the templates' job; this only keeps a value from breaking the layout.
+    """
+    if value is None:
+        return ""
+    text = "".join(c if unicodedata.category(c) not in ("Cc", "Cf") else " " for c in str(value))
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def items_frame(summary: Summary) -> pd.DataFrame:
+    """One row per item, outcome and type as categoricals so that every table shows all of them."""
+    frame = pd.DataFrame([item.model_dump() for item in summary.items], columns=ITEM_COLUMNS)
+    frame["outcome"] = pd.Categorical(frame["outcome"], categories=list(Outcome))
+    frame["type"] = pd.Categorical(frame["type"], categories=list(UpdateType))
+    frame["client"] = frame["client"].fillna(NO_CLIENT)
+    optional = ["from_version", "to_version", "reason", "rule", "until"]
+    frame[optional] = frame[optional].astype(object).where(frame[optional].notna(), None)
+    return frame
+
+
+def outcome_counts(frame: pd.DataFrame) -> dict[Outcome, int]:
+    counts = frame["outcome"].value_counts()
+    return {outcome: int(counts.get(outcome, 0)) for outcome in OUTCOME_ORDER}
+
+
+def _breakdown(frame: pd.DataFrame, by: str) -> pd.DataFrame:
+    return pd.crosstab(frame[by], frame["outcome"], dropna=False).reindex(columns=list(Outcome), fill_value=0)
+
+
+def by_type(frame: pd.DataFrame) -> list[BreakdownRow]:
+    table = _breakdown(frame, "type").reindex(list(UpdateType), fill_value=0)
+    return [
+        BreakdownRow(TYPE_TITLES[kind], None, {o: int(table.at[kind, o]) for o in OUTCOME_ORDER})
+        for kind in UpdateType
+        if table.loc[kind].sum()
+    ]
+
+
+def by_client(frame: pd.DataFrame, sites: list[Site]) -> list[BreakdownRow]:
+    site_counts = pd.Series([site.client or NO_CLIENT for site in sites], dtype=object).value_counts()
+    table = _breakdown(frame, "client") if len(frame) else pd.DataFrame(columns=list(Outcome))
+    names = sorted(set(table.index) | set(site_counts.index), key=lambda n: (n == NO_CLIENT, n.casefold()))
+    table = table.reindex(names, fill_value=0)
+    return [
+        BreakdownRow(
+            clean(name) if name else "(no client)",
+            int(site_counts.get(name, 0)),
+            {o: int(table.at[name, o]) for o in OUTCOME_ORDER},
+        )
+        for name in names
+    ]
+
+
+def plugin_failures(frame: pd.DataFrame, limit: int, *, per_version: bool = True) -> list[PluginFailure]:
+    """Failure rate of each plugin (version) across the sites it was attempted on; only those that failed."""
+    attempted = frame[(frame["type"] == UpdateType.plugin) & frame["outcome"].isin(ATTEMPTED)].copy()
+    if attempted.empty:
+        return []
+    attempted["is_failed"] = attempted["outcome"] == Outcome.failed
+    attempted["version"] = attempted["to_version"].fillna("") if per_version else ""
+    table = (
+        attempted.groupby(["slug", "version"], observed=True)
+        .agg(name=("name", "first"), attempted=("is_failed", "size"), failed=("is_failed", "sum"))
+        .reset_index()
+    )
+    table = table[table["failed"] > 0]
+    table = table.assign(rate=table["failed"] / table["attempted"])
+    table = table.sort_values(["rate", "failed", "name"], ascending=[False, False, True]).head(limit)
+    return [
+        PluginFailure(clean(row.name, 80), clean(row.version, 40), int(row.attempted), int(row.failed))
+        for row in table.itertuples()
+    ]
+
+
+def _version(value: object) -> str:
+    return clean(value, 40) if isinstance(value, str) and value else "—"
+
+
+def updated_sites(frame: pd.DataFrame, limit: int) -> tuple[list[UpdatedSite], int]:
+    """Updated items grouped by site (at most `limit` items shown), and how many were left out."""
+    updated = frame[frame["outcome"] == Outcome.updated].sort_values(["site_name", "site_id", "type", "name"])
+    shown = updated.head(limit)
+    sites: list[UpdatedSite] = []
+    for (_, site_name, site_url), rows in shown.groupby(["site_id", "site_name", "site_url"], sort=False):
+        items = [
+            UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version))
+            for row in rows.itertuples()
+        ]
+        sites.append(UpdatedSite(clean(site_name, 120), clean(site_url, 200), items))
+    return sites, len(updated) - len(shown)
+
+
+def _why(row: object) -> str:
+    parts = [clean(row.reason, 300), f"rule: {clean(row.rule, 80)}" if row.rule is not None else ""]
+    return " · ".join(part for part in parts if part)
+
+
+def not_done(frame: pd.DataFrame, limit: int) -> list[NotDoneGroup]:
+    groups = []
+    for outcome in NOT_DONE_ORDER:
+        rows = frame[frame["outcome"] == outcome]
+        if rows.empty:
+            continue
+        shown = rows.sort_values(["site_name", "site_id", "type", "name"]).head(limit)
+        groups.append(
+            NotDoneGroup(
+                outcome,
+                len(rows),
+                [
+                    NotDoneRow(
+                        clean(row.site_name, 120),
+                        row.type,
+                        clean(row.name, 120),
+                        _version(row.from_version),
+                        _version(row.to_version),
+                        _why(row),
+                        row.until,
+                    )
+                    for row in shown.itertuples()
+                ],
+            )
+        )
+    return groups
+
+
+def site_checks(sites: list[Site], limit: int) -> Checks:
+    checked = [site for site in sites if site.check is not None]
+    problems = []
+    for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
+        check = site.check
+        trouble = site.status != "online" or (check is not None and (not check.healthy or check.open_incidents))
+        if not trouble:
+            continue
+        issue = ""
+        if check is not None:
+            issue = check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+        problems.append(
+            SiteProblem(
+                clean(site.site_name, 120),
+                clean(site.site_url, 200),
+                clean(site.status, 40),
+                check.http_code if check else None,
+                check.response_ms if check else None,
+                clean(issue, 300),
+                check.open_incidents if check else 0,
+            )
+        )
+    return Checks(
+        checked=len(checked),
+        healthy=sum(1 for site in checked if site.check.healthy),
+        open_incidents=sum(site.check.open_incidents for site in checked),
+        problems=problems[:limit],
+    )
+
+
+def trend_rows(history: list[tuple[Summary, pd.DataFrame]]) -> list[TrendRow]:
+    return [
+        TrendRow(clean(summary.run_id, 60), as_utc(summary.started_at).date(), outcome_counts(frame))
+        for summary, frame in history
+    ]
+
+
+def scoped(frame: pd.DataFrame, client: str | None) -> pd.DataFrame:
+    return frame if client is None else frame[frame["client"] == client]
+
+
+def build_report(
+    summary: Summary,
+    frame: pd.DataFrame,
+    history: list[tuple[Summary, pd.DataFrame]],
+    *,
+    client: str | None = None,
+    max_rows: int = 200,
+) -> ReportData:
+    """The data of one report: the whole fleet (`client=None`) or only the named client's sites."""
+    items = scoped(frame, client)
+    sites = summary.sites if client is None else [s for s in summary.sites if (s.client or NO_CLIENT) == client]
+    checks = site_checks(sites, max_rows)
+    window = [(past, scoped(past_frame, client)) for past, past_frame in history]
+    window_frame = pd.concat([f for _, f in window], ignore_index=True) if window else items
+    problems: list[str] = []
+    if client is None:
+        problems = [clean(error, 500) for error in summary.errors]
+        problems += [
+            f"Cohort {clean(c.name, 80)} {c.status}" + (f": {clean(c.reason)}" if c.reason else "")
+            for c in summary.cohorts
+            if c.status != "completed"
+        ]
+    updated, updated_more = updated_sites(items, max_rows)
+    return ReportData(
+        client=clean(client, 120) if client is not None else None,
+        run_id=clean(summary.run_id, 60),
+        started_at=as_utc(summary.started_at),
+        finished_at=as_utc(summary.finished_at),
+        dry_run=summary.dry_run,
+        dashboard=clean(summary.dashboard, 200) if client is None and summary.dashboard else None,
+        headline=Headline(
+            sites=len(sites),
+            sites_updated=int(items.loc[items["outcome"] == Outcome.updated, "site_id"].nunique()),
+            items=len(items),
+            by_outcome=outcome_counts(items),
+            checked=checks.checked,
+            healthy=checks.healthy,
+            open_incidents=checks.open_incidents,
+        ),
+        updated=updated,
+        updated_more=updated_more,
+        not_done=not_done(items, max_rows),
+        plugin_failures=plugin_failures(items, 15),
+        checks=checks,
+        by_type=by_type(items),
+        by_client=by_client(items, sites) if client is None and len(items) else [],
+        trends=trend_rows(window) if len(window) > 1 else [],
+        plugin_trend=plugin_failures(window_frame, 10, per_version=False) if len(window) > 1 else [],
+        problems=problems,
+    )

@@ -1,0 +1,82 @@
+"""Trend charts as PNG bytes (matplotlib, Agg backend: no display, safe in worker threads)."""
+
+from __future__ import annotations
+
+import io
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from fleet.summary import Outcome
+from reporting.model import OUTCOME_COLORS, OUTCOME_ORDER, OUTCOME_TITLES, PluginFailure, TrendRow
+
+WIDTH_IN, DPI = 6.4, 150  # 960 px wide: sharp on phones when shown at 640 px
+TEXT, GRID = "#3e4c59", "#e4e7eb"
+
+
+def _figure(height_in: float) -> Figure:
+    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _style(axes) -> None:
+    for side in ("top", "right", "left"):
+        axes.spines[side].set_visible(False)
+    axes.spines["bottom"].set_color(GRID)
+    axes.tick_params(colors=TEXT, labelsize=8, length=0)
+    axes.set_axisbelow(True)
+
+
+def _label(name: str) -> str:
+    """A plugin name as literal text: `$` would otherwise start matplotlib's math mode."""
+    short = name if len(name) <= 34 else name[:33] + "…"
+    return short.replace("$", r"\$")
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", facecolor="white", bbox_inches="tight", pad_inches=0.15)
+    return buffer.getvalue()
+
+
+def outcomes_per_night(trends: list[TrendRow]) -> bytes:
+    """Stacked bars: what became of every pending update, night by night."""
+    figure = _figure(2.6)
+    axes = figure.add_subplot()
+    _style(axes)
+    axes.grid(axis="y", color=GRID, linewidth=0.8)
+    positions = range(len(trends))
+    bottoms = [0] * len(trends)
+    for outcome in OUTCOME_ORDER:
+        values = [row.by_outcome[outcome] for row in trends]
+        if not any(values):
+            continue
+        axes.bar(positions, values, bottom=bottoms, width=0.62, color=OUTCOME_COLORS[outcome],
+                 label=OUTCOME_TITLES[outcome])
+        bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
+    axes.set_xticks(list(positions), [row.day.strftime("%d %b") for row in trends])
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    if any(bottoms):
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=5, frameon=False, fontsize=7.5,
+                    labelcolor=TEXT, handlelength=1, columnspacing=1.2)
+    return _png(figure)
+
+
+def failure_rate_per_plugin(failures: list[PluginFailure]) -> bytes:
+    """Horizontal bars: share of attempted updates of each plugin that failed over the trend window."""
+    figure = _figure(0.5 + 0.32 * len(failures))
+    axes = figure.add_subplot()
+    _style(axes)
+    axes.grid(axis="x", color=GRID, linewidth=0.8)
+    ordered = list(reversed(failures))
+    labels = [_label(f.name) for f in ordered]
+    rates = [100 * f.rate for f in ordered]
+    axes.barh(range(len(ordered)), rates, height=0.6, color=OUTCOME_COLORS[Outcome.failed])
+    axes.set_yticks(range(len(ordered)), labels)
+    axes.set_xlim(0, 100)
+    axes.xaxis.set_major_formatter(lambda value, _: f"{value:.0f}%")
+    for y, failure in enumerate(ordered):
+        axes.text(min(100 * failure.rate + 1.5, 80), y, f"{failure.failed}/{failure.attempted}",
+                  va="center", fontsize=7.5, color=TEXT)
+    return _png(figure)

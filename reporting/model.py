@@ -1,0 +1,281 @@
+"""The one data object every report format is rendered from (HTML, text, Markdown)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from fleet.summary import Outcome, UpdateType
+
+# Attention first: what went wrong, then what was decided not to do.
+NOT_DONE_ORDER = (
+    Outcome.failed,
+    Outcome.unknown,
+    Outcome.unchanged,
+    Outcome.held,
+    Outcome.delayed,
+    Outcome.ignored,
+    Outcome.excluded,
+    Outcome.skipped,
+)
+OUTCOME_ORDER = (Outcome.updated, *NOT_DONE_ORDER)
+ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown})
+
+OUTCOME_TITLES = {
+    Outcome.updated: "Updated",
+    Outcome.failed: "Failed",
+    Outcome.unknown: "No answer",
+    Outcome.unchanged: "Unchanged",
+    Outcome.held: "On hold",
+    Outcome.delayed: "Delayed",
+    Outcome.ignored: "Ignored",
+    Outcome.excluded: "Excluded",
+    Outcome.skipped: "Skipped",
+}
+OUTCOME_EXPLANATIONS = {
+    Outcome.failed: "The update was attempted and the site reported an error.",
+    Outcome.unknown: "The update was sent but no answer came back; the version is not known to have moved.",
+    Outcome.unchanged: "The site reported success but the installed version did not change.",
+    Outcome.held: "Held back on purpose by the maintenance policy.",
+    Outcome.delayed: "The new version is too recent; it becomes eligible on the date shown.",
+    Outcome.ignored: "On the dashboard's ignore list.",
+    Outcome.excluded: "Left out by the maintenance policy.",
+    Outcome.skipped: "The site could not be worked on (offline, suspended, disconnected or too old).",
+}
+# One palette for the charts and the HTML badges.
+OUTCOME_COLORS = {
+    Outcome.updated: "#1f9d55",
+    Outcome.failed: "#d64545",
+    Outcome.unknown: "#e8833a",
+    Outcome.unchanged: "#d9a400",
+    Outcome.held: "#6b7fd7",
+    Outcome.delayed: "#4aa3df",
+    Outcome.ignored: "#9aa5b1",
+    Outcome.excluded: "#7b8794",
+    Outcome.skipped: "#c3cad3",
+}
+TYPE_NAMES = {
+    UpdateType.translation: "translation",
+    UpdateType.plugin: "plugin",
+    UpdateType.theme: "theme",
+    UpdateType.core: "WordPress core",
+}
+TYPE_TITLES = {
+    UpdateType.translation: "Translations",
+    UpdateType.plugin: "Plugins",
+    UpdateType.theme: "Themes",
+    UpdateType.core: "WordPress core",
+}
+
+
+@dataclass
+class Headline:
+    sites: int
+    sites_updated: int
+    items: int
+    by_outcome: dict[Outcome, int]
+    checked: int
+    healthy: int
+    open_incidents: int
+
+    @property
+    def updated(self) -> int:
+        return self.by_outcome[Outcome.updated]
+
+    @property
+    def failed(self) -> int:
+        return self.by_outcome[Outcome.failed]
+
+    @property
+    def not_updated(self) -> int:
+        """Everything neither updated nor failed."""
+        return self.items - self.updated - self.failed
+
+    @property
+    def sentence(self) -> str:
+        if self.items == 0:
+            return f"All {self.sites} sites were up to date: there was nothing to update."
+        if self.updated == 0:
+            parts = [f"No updates were applied ({self.items} pending)"]
+        else:
+            site_word = "site" if self.sites_updated == 1 else "sites"
+            parts = [f"{self.updated} of {self.items} pending updates were applied on {self.sites_updated} {site_word}"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.not_updated:
+            parts.append(f"{self.not_updated} were not done (see why below)")
+        return "; ".join(parts) + "."
+
+
+def version_change(from_version: str, to_version: str) -> str:
+    """`1.2 → 1.3`, or nothing when neither version is known (translations)."""
+    return "" if from_version == to_version == "—" else f"{from_version} → {to_version}"
+
+
+@dataclass
+class UpdatedItem:
+    type: UpdateType
+    name: str
+    from_version: str
+    to_version: str
+
+    @property
+    def change(self) -> str:
+        return version_change(self.from_version, self.to_version)
+
+
+@dataclass
+class UpdatedSite:
+    site_name: str
+    site_url: str
+    items: list[UpdatedItem]
+
+
+@dataclass
+class NotDoneRow:
+    site_name: str
+    type: UpdateType
+    name: str
+    from_version: str
+    to_version: str
+    why: str
+    until: date | None
+
+    @property
+    def change(self) -> str:
+        return version_change(self.from_version, self.to_version)
+
+
+@dataclass
+class NotDoneGroup:
+    outcome: Outcome
+    total: int
+    rows: list[NotDoneRow]
+
+    @property
+    def title(self) -> str:
+        return OUTCOME_TITLES[self.outcome]
+
+    @property
+    def explanation(self) -> str:
+        return OUTCOME_EXPLANATIONS[self.outcome]
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.rows)
+
+
+@dataclass
+class PluginFailure:
+    name: str
+    version: str
+    attempted: int
+    failed: int
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.attempted if self.attempted else 0.0
+
+
+@dataclass
+class SiteProblem:
+    site_name: str
+    site_url: str
+    status: str
+    http_code: int | None
+    response_ms: float | None
+    issue: str
+    open_incidents: int
+
+
+@dataclass
+class Checks:
+    checked: int
+    healthy: int
+    open_incidents: int
+    problems: list[SiteProblem]
+
+
+@dataclass
+class BreakdownRow:
+    """One line of a by-type or by-client table."""
+
+    label: str
+    sites: int | None
+    by_outcome: dict[Outcome, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_outcome.values())
+
+    @property
+    def not_updated(self) -> int:
+        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
+
+
+@dataclass
+class TrendRow:
+    run_id: str
+    day: date
+    by_outcome: dict[Outcome, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_outcome.values())
+
+    @property
+    def not_updated(self) -> int:
+        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
+
+
+@dataclass
+class Chart:
+    cid: str
+    title: str
+    png: bytes
+
+
+@dataclass
+class ReportData:
+    """Everything one report shows; `client` is None for the operator's whole-fleet report."""
+
+    client: str | None
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+    dry_run: bool
+    dashboard: str | None
+    headline: Headline
+    updated: list[UpdatedSite]
+    updated_more: int
+    not_done: list[NotDoneGroup]
+    plugin_failures: list[PluginFailure]
+    checks: Checks
+    by_type: list[BreakdownRow]
+    by_client: list[BreakdownRow]
+    trends: list[TrendRow]
+    plugin_trend: list[PluginFailure]
+    problems: list[str] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "operator" if self.client is None else "client"
+
+    @property
+    def audience(self) -> str:
+        return self.client if self.client is not None else "Fleet operator"
+
+    @property
+    def outcomes(self) -> tuple[Outcome, ...]:
+        return OUTCOME_ORDER
+
+    @property
+    def subject(self) -> str:
+        day = self.started_at.strftime("%d %b %Y")
+        who = f"{self.client}: " if self.client is not None else "Fleet "
+        numbers = f"{self.headline.updated} updated"
+        if self.headline.failed:
+            numbers += f", {self.headline.failed} failed"
+        dry = " (dry run)" if self.dry_run else ""
+        return f"{who}maintenance report {day}{dry}: {numbers}"

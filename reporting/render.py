@@ -1,0 +1,83 @@
+"""Render one ReportData as HTML e-mail (CSS inlined), plain text and Markdown, from the templates/ dir."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable
+from datetime import date, datetime
+from functools import cache
+from pathlib import Path
+
+import css_inline
+import jinja2
+
+from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, ReportData
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+ImageSource = Callable[[Chart], str]
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
+
+
+def cid_source(chart: Chart) -> str:
+    """Images attached to the e-mail, referenced by Content-ID."""
+    return f"cid:{chart.cid}"
+
+
+def data_source(chart: Chart) -> str:
+    """Images inlined as data URIs: for files opened in a browser and the Prefect artifact."""
+    return "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
+
+
+def markdown_text(value: object) -> str:
+    """Literal text in Markdown: HTML is entity-escaped and Markdown syntax backslash-escaped."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def when(value: datetime | date | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.strftime("%d %b %Y %H:%M UTC")
+    return value.strftime("%d %b %Y")
+
+
+def duration(data: ReportData) -> str:
+    seconds = max(0, int((data.finished_at - data.started_at).total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(md=markdown_text, when=when, percent=percent)
+    env.globals.update(
+        outcome_titles=OUTCOME_TITLES, outcome_colors=OUTCOME_COLORS, type_names=TYPE_NAMES, duration=duration
+    )
+    return env
+
+
+def render_html(data: ReportData, image_src: ImageSource = cid_source) -> str:
+    html = environment().get_template("report.html.j2").render(data=data, image_src=image_src)
+    return css_inline.inline(html, keep_at_rules=True, load_remote_stylesheets=False)
+
+
+def render_text(data: ReportData) -> str:
+    return environment().get_template("report.txt.j2").render(data=data)
+
+
+def render_markdown(data: ReportData, image_src: ImageSource = data_source) -> str:
+    return environment().get_template("report.md.j2").render(data=data, image_src=image_src)

@@ -1,0 +1,134 @@
+"""Step 8: after the updates, are the updated sites healthy? The dashboard's check, a home-page probe, incidents."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import httpx
+from prefect import task
+
+from dashboard.errors import DashboardError
+from fleet.execution import split_evenly
+from fleet.fan_out import fan_out
+from fleet.plan import SiteRecord
+from fleet.settings import PipelineSettings
+from fleet.site_probe import probe_home_page
+from fleet.summary import SiteCheck
+from tasks.retries import STEP_OPTIONS
+from tasks.sensor import wait_for_batch_job
+from tasks.sync import SiteErrorIndex, describe
+
+if TYPE_CHECKING:
+    from dashboard.client import DashboardClient
+
+OPEN_INCIDENT_STATUSES = ("down", "pending")
+log = logging.getLogger("fleet.checks")
+
+
+async def dashboard_checks(
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+) -> dict[int, SiteCheck]:
+    """`check-sites-v1` over the sites (a queued check is waited on; it then reports only failures)."""
+    index = SiteErrorIndex(sites)
+    checks: dict[int, SiteCheck] = {}
+
+    async def check_call(site_ids: list[int]) -> None:
+        start = await client.check_sites(site_ids)
+        if start.result is not None:
+            for checked in start.result.checked:
+                if checked.id is not None and checked.status is not None:
+                    checks[checked.id] = SiteCheck(online=checked.status.online, http_code=checked.status.http_code,
+                                                   response_ms=_ms(checked.status.response_time))
+        for error in start.errors + (start.result.errors if start.result else []):
+            site_id = index.site_id(error)
+            if site_id is not None:
+                checks[site_id] = SiteCheck(online=False, error=describe(error.code, error.message))
+        if start.queued and start.job_id:
+            outcome = await wait_for_batch_job(client, start.job_id, "check", site_ids, settings)
+            failed = {report.site_id: report.message for report in outcome.reports}
+            for site_id in site_ids:
+                if site_id in failed:
+                    checks[site_id] = SiteCheck(online=False, error=failed[site_id])
+                elif not outcome.finished:
+                    checks.setdefault(site_id, SiteCheck(error=f"check job {start.job_id}: {outcome.job.reason}"))
+                else:
+                    checks.setdefault(site_id, SiteCheck(online=True))
+
+    await fan_out(split_evenly([site.id for site in sites], settings.batch_threshold), check_call,
+                  settings.concurrency)
+    return checks
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+async def open_incidents(
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+) -> dict[int, int]:
+    """Unresolved incidents of the sites' uptime monitors (only monitors not reporting up are asked)."""
+    by_url = {site.url.rstrip("/").lower(): site.id for site in sites}
+    monitors = [
+        (by_url[monitor.url.rstrip("/").lower()], monitor)
+        for monitor in await client.list_monitors()
+        if monitor.id and monitor.url.rstrip("/").lower() in by_url
+        and (monitor.last_status or "").lower() in OPEN_INCIDENT_STATUSES
+    ]
+
+    async def count(pair: tuple[int, object]) -> tuple[int, int]:
+        site_id, monitor = pair
+        incidents = await client.monitor_incidents(monitor.id)  # type: ignore[attr-defined]
+        return site_id, sum(1 for incident in incidents if not incident.resolved)
+
+    counted = await fan_out(monitors, count, settings.concurrency)
+    return {site_id: number for site_id, number in counted if number}
+
+
+async def check_sites(
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    settings: PipelineSettings,
+    probe_transport: httpx.AsyncBaseTransport | None = None,
+) -> dict[int, SiteCheck]:
+    """One `SiteCheck` per site: a failing part is recorded on the site, never raised."""
+    try:
+        checks = await dashboard_checks(client, sites, settings)
+    except DashboardError as error:
+        checks = {site.id: SiteCheck(error=f"check-sites failed: {error}") for site in sites}
+    if settings.probe_sites:
+        async with httpx.AsyncClient(transport=probe_transport, verify=settings.verify_tls,
+                                     timeout=settings.probe_timeout_seconds,
+                                     headers={"User-Agent": "fleet-maintenance probe"}) as http:
+            probes = await fan_out([site.url for site in sites], lambda url: probe_home_page(http, url),
+                                   settings.probe_concurrency)
+    else:
+        probes = [None] * len(sites)
+    try:
+        incidents = await open_incidents(client, sites, settings)
+    except DashboardError as error:  # monitoring is optional on a dashboard: the other checks still count
+        log.warning("uptime monitors could not be read: %s", error)
+        incidents = {}
+    results = {}
+    for site, probe in zip(sites, probes, strict=True):
+        check = checks.get(site.id, SiteCheck()).model_copy(update={"open_incidents": incidents.get(site.id, 0)})
+        if probe is not None:
+            check = check.model_copy(update={
+                "http_code": check.http_code if check.http_code is not None else probe.http_code,
+                "response_ms": check.response_ms if check.response_ms is not None else probe.response_ms,
+                "probe_ok": probe.ok,
+                "probe_error": probe.error,
+            })
+        results[site.id] = check
+    return results
+
+
+@task(name="check-sites", task_run_name="check-{label}", **STEP_OPTIONS)
+async def check_sites_task(
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    settings: PipelineSettings,
+    probe_transport: httpx.AsyncBaseTransport | None = None,
+    label: str = "chunk",
+) -> dict[int, SiteCheck]:
+    return await check_sites(client, sites, settings, probe_transport)

@@ -1,0 +1,26 @@
+"""Step 5: fix the plan (cohorts of the staged rollout) and write it beside the summary before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+
+from fleet.plan import Plan
+from fleet.policy import Rollout
+from fleet.rollout import assign_cohorts
+from tasks.retries import STEP_OPTIONS
+
+PLAN_FILE = "plan.json"
+
+
+def finalise_plan(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
+    plan = assign_cohorts(plan, rollout)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / PLAN_FILE).write_text(plan.model_dump_json(indent=1))
+    return plan
+
+
+@task(name="plan", **STEP_OPTIONS)
+def finalise_plan_task(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
+    return finalise_plan(plan, rollout, run_dir)

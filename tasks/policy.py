@@ -1,0 +1,40 @@
+"""Step 4: decide every detected and ignored item against the policy (with first-seen dates for minimum age)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from prefect import task
+
+from fleet.first_seen import FirstSeenStore
+from fleet.plan import IgnoredUpdate, PendingUpdate, Plan, SiteRecord, build_plan
+from fleet.policy import Policy
+from fleet.settings import PipelineSettings
+from fleet.summary import Selection
+from tasks.retries import STEP_OPTIONS
+
+
+def apply_policy(
+    *,
+    run_id: str,
+    created_at: datetime,
+    sites: list[SiteRecord],
+    pending: list[PendingUpdate],
+    ignored: list[IgnoredUpdate],
+    policy: Policy,
+    selection: Selection,
+    dry_run: bool,
+    settings: PipelineSettings,
+) -> Plan:
+    first_seen = FirstSeenStore(settings.state_path).record(
+        (update.release for update in pending), created_at.date()
+    )
+    return build_plan(
+        run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored, policy=policy,
+        first_seen=first_seen, selection=selection, dry_run=dry_run,
+    )
+
+
+@task(name="apply-policy", **STEP_OPTIONS)
+def apply_policy_task(**kwargs) -> Plan:
+    return apply_policy(**kwargs)

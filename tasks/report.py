@@ -1,0 +1,44 @@
+"""Report step: render every report of a run from summary.json and show the operator's in the Prefect UI."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from reporting.run_report import RenderedRun, ReportResult, render_reports
+from reporting.settings import MailSettings
+from tasks.notify import notify_task
+
+
+def artifact_key(run_id: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+    return ("report-" + "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()))[:100]
+
+
+@task(name="report", cache_policy=NO_CACHE, persist_result=False)
+async def report_task(run_dir: Path) -> RenderedRun:
+    """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifact."""
+    rendered = await asyncio.to_thread(render_reports, Path(run_dir))
+    operator = rendered.operator
+    await acreate_markdown_artifact(
+        operator.markdown, key=artifact_key(rendered.summary.run_id), description=operator.data.subject
+    )
+    return rendered
+
+
+async def report_run(run_dir: Path, *, send: bool = True, settings: MailSettings | None = None) -> ReportResult:
+    """The report step of a flow: render, publish, and with `send` deliver (failing the step if any recipient
+    was not reached)."""
+    rendered = await report_task(Path(run_dir))
+    deliveries = await notify_task(rendered, settings) if send else []
+    return ReportResult(
+        run_id=rendered.summary.run_id,
+        run_dir=rendered.run_dir,
+        reports=[report.name for report in rendered.reports],
+        files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
+        deliveries=deliveries,
+    )

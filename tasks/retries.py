@@ -1,0 +1,31 @@
+"""The coarse retry rule shared by every step: retry what may heal, never what cannot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.cache_policies import NO_CACHE
+from pydantic import ValidationError
+
+from dashboard.errors import AuthenticationError, ConfigurationError, InvalidInput, PermissionDenied
+from fleet.policy import PolicyError
+
+PERMANENT_ERRORS = (AuthenticationError, PermissionDenied, InvalidInput, ConfigurationError, PolicyError,
+                    ValidationError)
+STEP_RETRIES = 2
+STEP_RETRY_DELAYS = [5, 30]
+
+
+def retry_unless_permanent(task: Any, task_run: Any, state: Any) -> bool:
+    """`retry_condition_fn` for Prefect tasks: no retry on auth, permission or invalid-input errors."""
+    error = state.result(raise_on_failure=False)
+    return not isinstance(error, PERMANENT_ERRORS)
+
+
+STEP_OPTIONS: dict[str, Any] = {
+    "retries": STEP_RETRIES,
+    "retry_delay_seconds": STEP_RETRY_DELAYS,
+    "retry_condition_fn": retry_unless_permanent,
+    "cache_policy": NO_CACHE,  # inputs hold a live client and large lists: never hash them
+    "persist_result": False,
+}

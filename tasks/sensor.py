@@ -1,0 +1,111 @@
+"""The sensor: wait on a dashboard batch job, with a deadline under the dashboard's 4 h timeout.
+
+A job that runs out of time, stalls, never starts (the dashboard's WP-Cron is not firing) or expires does not
+fail the run: it ends with a clear reason, and reconcile decides what its items became.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from prefect import task
+from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
+
+from dashboard.errors import JobError, JobExpired, JobNeverStarted, JobNotFound, JobStalled, JobTimedOut
+from dashboard.models import JobStatus
+from fleet.execution import JobOutcome, reports_from_job
+from fleet.settings import PipelineSettings
+from fleet.summary import Job
+from tasks.retries import STEP_OPTIONS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dashboard.client import DashboardClient
+
+_ENDINGS: tuple[tuple[type[Exception], str], ...] = (
+    (JobNeverStarted, "never_started"),
+    (JobStalled, "stalled"),
+    (JobTimedOut, "deadline"),
+    (JobExpired, "expired"),
+    (JobNotFound, "not_found"),
+)
+
+
+async def wait_for_batch_job(
+    client: DashboardClient,
+    job_id: str,
+    kind: str,
+    site_ids: list[int],
+    settings: PipelineSettings,
+    on_progress: Callable[[JobStatus], object] | None = None,
+) -> JobOutcome:
+    """Wait until the job finishes or the wait ends for a stated reason; never raise for a job that went wrong."""
+    polls = 0
+    started = time.monotonic()
+
+    def count(status: JobStatus) -> None:
+        nonlocal polls
+        polls += 1
+        if on_progress is not None:
+            on_progress(status)
+
+    try:
+        status = await client.wait_for_job(
+            job_id,
+            deadline=settings.job_deadline_seconds,
+            stall_after=settings.stall_after_seconds,
+            never_started_after=settings.stall_after_seconds,
+            on_progress=count,
+        )
+    except (JobError, JobNotFound) as error:
+        last = getattr(error, "last_status", None)
+        ending = next(name for kind_, name in _ENDINGS if isinstance(error, kind_))
+        return JobOutcome(
+            job=Job(id=job_id, type=kind, sites=len(site_ids), status=ending,
+                    seconds_waited=round(time.monotonic() - started, 3), polls=max(polls, 1),
+                    reason=getattr(error, "message", str(error))),
+            site_ids=site_ids,
+            finished=False,
+            reports=reports_from_job(last) if isinstance(last, JobStatus) else [],
+        )
+    reason = None
+    if status.job_timed_out or status.job_error_code:
+        reason = status.job_error_message or "the dashboard timed the job out after 4 hours"
+    elif status.failed:
+        reason = f"{status.failed} of {status.total} site(s) reported errors"
+    return JobOutcome(
+        job=Job(id=job_id, type=kind, sites=len(site_ids), status=status.status.value,
+                seconds_waited=round(time.monotonic() - started, 3), polls=max(polls, 1), reason=reason),
+        site_ids=site_ids,
+        finished=True,
+        reports=reports_from_job(status),
+    )
+
+
+@task(name="wait-for-batch-job", task_run_name="wait-for-{kind}-job-{job_id}", **STEP_OPTIONS)
+async def wait_for_batch_job_task(
+    client: DashboardClient, job_id: str, kind: str, site_ids: list[int], settings: PipelineSettings
+) -> JobOutcome:
+    """The sensor as a Prefect task, with a progress artifact updated while it waits."""
+    artifact: UUID = await acreate_progress_artifact(
+        0.0, key=None, description=f"{kind} job {job_id} over {len(site_ids)} site(s): queued"
+    )
+    updates: list[asyncio.Task] = []
+
+    def show(status: JobStatus) -> None:
+        description = (f"{kind} job {job_id}: {status.status.value}, {status.processed}/{status.total} sites, "
+                       f"{status.failed} failed")
+        updates.append(asyncio.create_task(
+            aupdate_progress_artifact(artifact_id=artifact, progress=float(status.progress), description=description)
+        ))
+
+    outcome = await wait_for_batch_job(client, job_id, kind, site_ids, settings, on_progress=show)
+    await asyncio.gather(*updates)
+    ending = f"{kind} job {job_id}: {outcome.job.status}" + (f" ({outcome.job.reason})" if outcome.job.reason else "")
+    await aupdate_progress_artifact(artifact_id=artifact, progress=100.0 if outcome.finished else 0.0,
+                                    description=ending)
+    return outcome

@@ -1,0 +1,59 @@
+"""Step 10: write `summary.json`, and show the headline and the failures as Prefect artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+
+from fleet.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
+from tasks.retries import STEP_OPTIONS
+
+PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
+TABLE_ROWS = 500  # an artifact is for a person; summary.json holds every row
+
+
+def headline(summary: Summary) -> str:
+    """A few markdown lines: what happened tonight, in numbers."""
+    by_outcome = summary.counts.by_outcome
+    attempted = sum(count for outcome, count in by_outcome.items() if outcome not in NOT_ATTEMPTED)
+    title = "Dry run" if summary.dry_run else "Nightly maintenance"
+    lines = [
+        f"# {title} {summary.run_id}",
+        "",
+        f"{len(summary.sites)} site(s), {len(summary.items)} item(s) found, {attempted} attempted: "
+        + ", ".join(f"**{by_outcome[o]}** {o.value}" for o in Outcome if by_outcome.get(o)),
+        "",
+        "| type | items |",
+        "| --- | --- |",
+        *(f"| {t.value} | {summary.counts.by_type[t]} |" for t in UpdateType if summary.counts.by_type.get(t)),
+    ]
+    unhealthy = [site for site in summary.sites if site.check is not None and not site.check.healthy]
+    if unhealthy:
+        lines += ["", f"{len(unhealthy)} site(s) failed their health check after the updates."]
+    for cohort in summary.cohorts:
+        if cohort.status != "completed":
+            lines += ["", f"Cohort `{cohort.name}`: {cohort.status} ({cohort.reason})"]
+    lines += ["", *(f"- {error}" for error in summary.errors)] if summary.errors else []
+    return "\n".join(lines)
+
+
+def failure_rows(summary: Summary) -> list[dict[str, object]]:
+    return [
+        {"site": item.site_name, "url": item.site_url, "type": item.type.value, "item": item.name,
+         "from": item.from_version, "to": item.to_version, "outcome": item.outcome.value, "reason": item.reason}
+        for item in summary.items
+        if item.outcome in PROBLEM_OUTCOMES
+    ][:TABLE_ROWS]
+
+
+@task(name="summarise", **STEP_OPTIONS)
+async def write_summary_task(summary: Summary, run_dir: Path) -> Path:
+    path = summary.write(run_dir)
+    key = "nightly-" + "".join(ch if ch.isalnum() else "-" for ch in summary.run_id.lower())
+    await acreate_markdown_artifact(headline(summary), key=f"{key}-headline"[:100], description="Run headline")
+    rows = failure_rows(summary)
+    if rows:
+        await acreate_table_artifact(rows, key=f"{key}-failures"[:100], description="Items that did not update")
+    return path

@@ -1,0 +1,116 @@
+"""Replay every captured Abilities exchange (`ab-*`) against a fresh `mainwp` emulator set up like the lab and
+compare status and shape (keys and JSON types at every level; values may differ).
+
+The lab lowered the batch threshold and the chunk size to 1 for its queued captures; so does the replay. The
+job-status captures are replayed against a job this emulator queued the same way, after as many cron runs as
+the captured phase had seen (0 queued, 1 processing, 2 completed)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from emulator.config import EmulatorConfig
+from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
+from tests.emulator.test_replay import lab_request, lab_setup, shape_problems
+
+EXCHANGES = Path("/work/shared/reference/real-exchanges")
+STATUS = re.compile(r"^ab-run-get-batch-job-status-v1-(?P<job>.+)-(?P<phase>queued|processing-1of2|completed)$")
+PHASE_RUNS = {"queued": 0, "processing-1of2": 1, "completed": 2}
+# How each captured job was queued: an ability exchange to replay, or (type, REST v2 route the lab used).
+JOB_SOURCES: dict[str, str | tuple[str, str]] = {
+    "sync-sites-v1": "ab-run-sync-sites-v1-queued",
+    "sync-sites-v1-unknown": "ab-run-sync-sites-v1-queued-with-unknown-site",
+    "check-sites-v1": "ab-run-check-sites-v1-queued",
+    "check-sites-v1-unknown": "ab-run-check-sites-v1-queued-with-unknown-site",
+    "run-updates-v1": "ab-run-run-updates-v1-queued",
+    "update-all-v1": "ab-run-update-all-v1-queued",
+    "v2-sites-sync": ("sync", "POST /sites/sync"),
+    "v2-updates-update": ("update", "POST /updates/update"),
+    "v2-updates-update-again": ("update", "POST /updates/update"),
+}
+
+
+class Lab:
+    """Adapter giving E1's lab helpers what they use from an in-process emulator."""
+
+    def __init__(self, board: Dashboard) -> None:
+        self.board = board
+        self.emulator = board.emulator
+        self.credentials = board.credentials
+
+
+def lab_config(name: str) -> EmulatorConfig:
+    return EmulatorConfig(namespace="mainwp", sites=2, seed=7, time_scale=1e-6,
+                          abilities_accept_bearer=name != "ab-auth-mainwp-bearer")
+
+
+async def send(board: Dashboard, exchange: dict[str, Any], job_id: str | None = None) -> httpx.Response:
+    method, path, headers, content = lab_request(Lab(board), exchange["request"])  # type: ignore[arg-type]
+    if "wrong application password" in (exchange["request"].get("auth") or ""):
+        user = board.credentials["application_password"]["username"]
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:wrong pass word".encode()).decode()
+    if job_id is not None:
+        path = re.sub(r"(sync|update|check|reconnect|disconnect|suspend)_[0-9a-f-]{36}", job_id, path)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL + "/wp-json") as c:
+        return await c.request(method, path, headers=headers, content=content)
+
+
+async def queue_job(board: Dashboard, job: str) -> str:
+    source = JOB_SOURCES[job]
+    if isinstance(source, tuple):  # queued by a REST v2 route in the lab: the same job, queued directly
+        return board.jobs.enqueue(source[0], sorted(board.emulator.state.sites))["job_id"]
+    response = await send(board, json.loads((EXCHANGES / f"{source}.json").read_text()))
+    assert response.status_code == 200, response.text
+    return response.json()["job_id"]
+
+
+async def replay_one(path: Path) -> list[str]:
+    """Problems of one exchange (empty when status and shape match)."""
+    name = path.stem
+    exchange = json.loads(path.read_text())
+    async with dashboard(lab_config(name), lifespan=False) as board:
+        lab_setup(Lab(board), name)  # type: ignore[arg-type]
+        status_phase = STATUS.match(name)
+        if "queued" in name or status_phase:
+            board.set_option("abilities_batch_threshold", 1)
+            board.set_option("abilities_cron_chunk_size", 1)
+        if name == "ab-run-update-site-themes-v1-all-success":  # the lab's site 2 answered at 127.0.0.1:8082
+            async with board.client() as client:
+                moved = await run(client, "mainwp/update-site-v1",
+                                  {"site_id_or_domain": 2, "url": "http://127.0.0.1:8082/"})
+            assert moved.status_code == 200, moved.text
+        job_id = None
+        if status_phase:
+            job_id = await queue_job(board, status_phase["job"])
+            for _ in range(PHASE_RUNS[status_phase["phase"]]):
+                await board.jobs.run_once(job_id)
+        response = await send(board, exchange, job_id)
+    expected = exchange["response"]
+    problems = [] if response.status_code == expected["status"] else [
+        f"status {response.status_code} != {expected['status']}"]
+    return problems + shape_problems(expected["body"], response.json())
+
+
+@pytest.mark.skipif(not EXCHANGES.is_dir(), reason="the shared reference exchanges are not on this machine")
+async def test_replay_abilities_exchanges() -> None:
+    files = sorted(EXCHANGES.glob("ab-*.json"))
+    replayed, matched, skipped, failures = 0, 0, [], []
+    for path in files:
+        problems = await replay_one(path)
+        replayed += 1
+        if problems:
+            failures.append(f"{path.stem}: {'; '.join(problems[:4])}")
+        else:
+            matched += 1
+    print(f"\nabilities exchanges: replayed {replayed}, matched {matched}, skipped {len(skipped)}")
+    for line in failures:
+        print("  MISMATCH", line)
+    assert replayed == len(files) == 113
+    assert not failures, "\n".join(failures)

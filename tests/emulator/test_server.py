@@ -1,0 +1,89 @@
+"""Through real sockets: `EmulatorServer`, persistence across a restart, and `fleet emulator serve`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from emulator.config import EmulatorConfig
+from emulator.testing import EmulatorServer, free_port
+
+
+def test_state_survives_restart(tmp_path: Path) -> None:
+    config = EmulatorConfig(sites=12, seed=5, db=tmp_path / "dash.sqlite", time_scale=1e-6)
+    with EmulatorServer(config) as server:
+        creds = server.credentials
+        headers = {"Authorization": "Bearer " + creds["api_keys"]["read_write"]}
+        update = server.emulator.state.all_pending_updates(("plugin",))[0]
+        site = server.emulator.state.sites[update.site_id]
+        site.reachable = site.child_connected = True
+        site.suspended = False
+        with httpx.Client(base_url=server.base_url, headers=headers) as client:
+            tag = client.post("/svc/v2/tags/add", json={"name": "kept"}).json()["data"]["id"]
+            client.post(f"/svc/v2/updates/{update.site_id}/update/plugins", data={"slug": update.slug})
+            token = client.post("/svc/v2/rest-api/add-key", data={"permissions": "read", "active": "1"}).json()["token"]
+    with EmulatorServer(config) as again:
+        assert again.credentials["api_keys"] == creds["api_keys"]
+        with httpx.Client(base_url=again.base_url, headers={"Authorization": "Bearer " + token}) as client:
+            assert client.get(f"/svc/v2/tags/{tag}").json()["data"]["name"] == "kept"
+        assert again.emulator.state.sites[update.site_id].plugins[update.slug].version == update.new_version
+
+
+async def test_async_server_and_ground_truth_guard() -> None:
+    async with EmulatorServer(EmulatorConfig(sites=3, namespace="mainwp")) as server, httpx.AsyncClient() as client:
+        index = (await client.get(server.base_url + "/")).json()
+        assert "mainwp/v2" in index["namespaces"]
+        refused = await client.get(server.root_url + "/__emulator__/state")
+        assert refused.status_code == 403
+        truth = await client.get(
+            server.root_url + "/__emulator__/state", headers={"X-Emulator-Token": server.credentials["admin_token"]}
+        )
+        assert truth.json()["site_count"] == 3
+
+
+def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> None:
+    out = tmp_path / "creds.json"
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "fleet"),
+            "emulator",
+            "serve",
+            "--port",
+            str(port),
+            "--sites",
+            "20",
+            "--namespace",
+            "mainwp",
+            "--credentials-out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert line.startswith(f"http://127.0.0.1:{port}/wp-json")
+        creds = json.loads(out.read_text())
+        assert set(creds) == {
+            "base_url",
+            "namespace",
+            "abilities_url",
+            "api_keys",
+            "v1",
+            "application_password",
+            "admin_token",
+        }
+        count = httpx.get(
+            creds["base_url"] + "/mainwp/v2/sites/count",
+            headers={"Authorization": "Bearer " + creds["api_keys"]["read"]},
+        )
+        assert count.json() == {"count": 20}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0

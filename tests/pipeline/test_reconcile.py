@@ -1,0 +1,142 @@
+"""Call grouping, answer parsing and reconcile: outcomes come from the fresh list, answers only explain."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from dashboard.models import JobStatus, UpdateRunResult
+from fleet.execution import (
+    CallResult,
+    JobOutcome,
+    UpdateCall,
+    plan_calls,
+    reports_from_job,
+    reports_from_run,
+    split_evenly,
+)
+from fleet.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
+from fleet.reconcile import reconcile
+from fleet.run_summary import MissingItems, build_summary
+from fleet.summary import Job, Outcome, UpdateType
+
+P, T, C = UpdateType.plugin, UpdateType.theme, UpdateType.core
+SITES = {i: SiteRecord(id=i, url=f"https://s{i}.example", name=f"S{i}") for i in range(1, 6)}
+
+
+def item(site_id, slug="a/a.php", type_=P, old="1.0", new="1.1"):
+    return PlanItem(site_id=site_id, type=type_, slug=slug, name=slug, from_version=old, to_version=new,
+                    decision=Decision.apply)
+
+
+def test_calls_group_only_identical_slug_sets_and_split_large_groups():
+    items = [item(1), item(1, "b/b.php"), item(2), item(2, "b/b.php"), item(3), item(4, "b/b.php"),
+             item(5, "x", T)]
+    calls = plan_calls(items, P, sites_per_call=1)
+    assert sorted((c.site_ids, c.slugs) for c in calls) == [
+        ([1], ["a/a.php", "b/b.php"]), ([2], ["a/a.php", "b/b.php"]), ([3], ["a/a.php"]), ([4], ["b/b.php"]),
+    ]
+    assert [c.site_ids for c in plan_calls(items, P, sites_per_call=10)][0] == [1, 2]
+    assert plan_calls(items, C, 10) == []
+    assert split_evenly(list(range(10)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [len(p) for p in split_evenly(list(range(450)), 200)] == [150, 150, 150]
+
+
+def test_answers_become_item_and_site_reports():
+    run = UpdateRunResult.model_validate({
+        "updated": [{"site_id": 1, "type": "plugin", "slug": "a/a.php", "old_version": "", "new_version": "1.1"}],
+        "errors": [
+            {"site_id": 2, "type": "plugin", "slug": "a/a.php", "code": "mainwp_update_failed",
+             "message": "Download failed."},
+            {"site_id": 3, "type": "site", "slug": "", "code": "mainwp_site_offline", "message": "offline"},
+            {"site_id": 0, "type": "site", "slug": "", "site_url": "nosuch", "code": "x", "message": "unknown"},
+        ],
+    })
+    reports = reports_from_run(run)
+    expected = [(1, "a/a.php", True), (2, "a/a.php", False), (3, None, False)]
+    assert [(r.site_id, r.slug, r.ok) for r in reports] == expected
+    assert reports[0].old_version == "" and reports[1].message == "Download failed. [mainwp_update_failed]"
+    status = JobStatus.model_validate({
+        "job_id": "update_x", "status": "completed",
+        "errors": [
+            {"site_id": 4, "code": "update_failed", "message": "plugins: a/a.php: Download failed.; core: Broken"},
+            {"site_id": 5, "code": "exception", "message": "boom"},
+            {"site_id": 0, "code": "timeout", "message": "Job timed out after 4 hours."},
+        ],
+    })
+    job_reports = reports_from_job(status)
+    assert [(r.site_id, r.type, r.slug, r.message) for r in job_reports] == [
+        (4, P, "a/a.php", "Download failed."), (4, C, "wordpress", "Broken"), (5, None, None, "boom [exception]"),
+    ]
+
+
+def job(job_id, finished=True, reason=None, reports=()):
+    return JobOutcome(job=Job(id=job_id, type="update", sites=1, status="completed" if finished else "timed_out",
+                              seconds_waited=1, polls=1, reason=reason), finished=finished, reports=list(reports))
+
+
+def test_reconcile_gives_each_item_one_outcome_from_the_fresh_list():
+    items = [item(1), item(2), item(3), item(4, "t", T), item(5)]
+    calls = [
+        CallResult(call=UpdateCall(type=P, site_ids=[1, 2, 3], slugs=["a/a.php"]),
+                   reports=reports_from_run(UpdateRunResult.model_validate({
+                       "updated": [{"site_id": 1, "type": "plugin", "slug": "a/a.php", "old_version": "1.0",
+                                    "new_version": "1.1"},
+                                   {"site_id": 3, "type": "plugin", "slug": "a/a.php", "old_version": "",
+                                    "new_version": "1.1"}],
+                       "errors": [{"site_id": 2, "type": "plugin", "slug": "a/a.php", "code": "c",
+                                   "message": "Download failed."}]}))),
+        CallResult(call=UpdateCall(type=T, site_ids=[4], slugs=["t"])),  # a silent theme failure
+        CallResult(call=UpdateCall(type=P, site_ids=[5], slugs=["a/a.php"]), job_id="update_5"),
+    ]
+    after = [
+        PendingUpdate(site_id=2, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+        PendingUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+        PendingUpdate(site_id=4, type=T, slug="t", from_version="1.0", to_version="1.1"),
+        PendingUpdate(site_id=5, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+    ]
+    jobs = [job("update_5", finished=False, reason="still processing at the deadline (3/10 sites)")]
+    outcomes = {i.site_id: i for i in reconcile(items, SITES, calls, jobs, {}, after)}
+    assert outcomes[1].outcome is Outcome.updated and outcomes[1].to_version == "1.1"
+    assert (outcomes[2].outcome, outcomes[2].reason) == (Outcome.failed, "Download failed. [c]")
+    assert outcomes[3].outcome is Outcome.unchanged and "nothing was installed" in outcomes[3].reason
+    assert (outcomes[4].outcome, outcomes[4].reason) == (Outcome.unchanged,
+                                                         "no error was reported but the version did not move")
+    assert outcomes[5].outcome is Outcome.unknown and "still processing at the deadline" in outcomes[5].reason
+
+
+def test_reconcile_moved_version_unverifiable_sites_and_failed_calls():
+    items = [item(1, T), item(2), item(3), item(4)]
+    calls = [CallResult(call=UpdateCall(type=T, site_ids=[1], slugs=["a/a.php"])),
+             CallResult(call=UpdateCall(type=P, site_ids=[2, 3], slugs=["a/a.php"]), error="TransportError"),
+             CallResult(call=UpdateCall(type=P, site_ids=[4], slugs=["a/a.php"]), job_id="update_4")]
+    after = [PendingUpdate(site_id=1, type=T, slug="a/a.php", from_version="1.1", to_version="1.1"),  # theme artefact
+             PendingUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+             PendingUpdate(site_id=4, type=P, slug="a/a.php", from_version="1.0", to_version="1.1")]
+    jobs = [job("update_4", reports=reports_from_job(JobStatus.model_validate(
+        {"job_id": "update_4", "status": "completed",
+         "errors": [{"site_id": 4, "code": "update_failed", "message": "plugins: a/a.php: Download failed."}]})))]
+    outcomes = {i.site_id: i for i in reconcile(items, SITES, calls, jobs, {2: "Site is offline"}, after)}
+    assert outcomes[1].outcome is Outcome.updated
+    assert outcomes[2].outcome is Outcome.unknown and "could not re-sync" in outcomes[2].reason
+    assert outcomes[3].outcome is Outcome.failed and outcomes[3].reason == "the update call failed: TransportError"
+    assert (outcomes[4].outcome, outcomes[4].reason) == (Outcome.failed, "Download failed.")
+
+
+def test_summary_accounts_for_every_detected_item():
+    plan = Plan(run_id="r", created_at=datetime(2026, 11, 21, tzinfo=UTC), sites=list(SITES.values()),
+                items=[item(1), item(2).model_copy(update={"decision": Decision.held, "reason": "held: x",
+                                                            "rule": "hold"})])
+    attempted = reconcile([plan.items[0]], SITES, [], [], {}, [])
+    summary = build_summary(plan=plan, attempted=attempted, jobs=[], cohorts=[], checks={}, clients=[], errors=[],
+                            finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
+    assert summary.counts.by_outcome == {Outcome.updated: 1, Outcome.held: 1}
+    assert [s.updated for s in summary.sites] == [True, False, False, False, False]
+    with pytest.raises(MissingItems, match="site 1 plugin a/a.php"):
+        build_summary(plan=plan, attempted=[], jobs=[], cohorts=[], checks={}, clients=[], errors=[],
+                      finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
+    dry = plan.model_copy(update={"dry_run": True})
+    dry_summary = build_summary(plan=dry, attempted=[], jobs=[], cohorts=[], checks={}, clients=[], errors=[],
+                                finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
+    assert dry_summary.items[0].rule == "dry_run" and "would update 1.0 -> 1.1" in dry_summary.items[0].reason

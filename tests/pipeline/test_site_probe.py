@@ -1,0 +1,56 @@
+"""The home-page probe: 2xx passes; non-2xx, timeouts and PHP fatal errors served with 200 fail."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse, RedirectResponse
+from starlette.routing import Route
+
+from fleet.site_probe import probe_home_page
+
+
+async def page(request):
+    host = request.headers["host"]
+    if host == "fine.example":
+        return HTMLResponse("<html><body>Welcome</body></html>")
+    if host == "fatal.example":
+        return HTMLResponse("<p>There has been a critical error on this website.</p>", status_code=200)
+    if host == "raw-php.example":
+        return HTMLResponse("<br />\n<b>Fatal error</b>:  Uncaught Error: Call to undefined function", 200)
+    if host == "moved.example":
+        return RedirectResponse("http://fine.example/", status_code=301)
+    if host == "slow.example":
+        await asyncio.sleep(1)
+        return HTMLResponse("late")
+    return HTMLResponse("Service Unavailable", status_code=503)
+
+
+SITES = Starlette(routes=[Route("/", page)])
+
+
+async def probe(url: str, timeout: float = 5.0):
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=SITES), timeout=timeout) as http:
+        return await probe_home_page(http, url)
+
+
+async def test_healthy_page_and_redirects_pass():
+    result = await probe("http://fine.example/")
+    assert result.ok and result.http_code == 200 and result.response_ms is not None
+    assert (await probe("http://moved.example/")).ok
+
+
+async def test_fatal_error_pages_served_with_200_fail():
+    critical = await probe("http://fatal.example/")
+    assert not critical.ok and critical.http_code == 200
+    assert "critical error on this website" in critical.error
+    assert not (await probe("http://raw-php.example/")).ok
+
+
+async def test_non_2xx_and_timeouts_fail():
+    down = await probe("http://down.example/")
+    assert (down.ok, down.http_code, down.error) == (False, 503, "home page answered HTTP 503")
+    slow = await probe("http://slow.example/", timeout=0.05)
+    assert not slow.ok and "within the timeout" in slow.error

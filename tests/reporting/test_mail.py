@@ -1,0 +1,184 @@
+"""Delivery over a real SMTP server (aiosmtpd on a loopback port), refusals, retries, TLS and the .eml fallback."""
+
+from __future__ import annotations
+
+import logging
+from email import message_from_bytes, policy
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from fleet.summary import Summary
+from reporting.run_report import OPERATOR, RenderedRun, ReportDeliveryError, deliver_reports, delivery_problems
+from reporting.settings import MailSettings, SmtpSecurity
+from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, Certificate, SmtpServer
+
+OPERATORS = ["ops@agency.example", "oncall@agency.example"]
+CLIENT_ADDRESSES = {
+    "Acme Dental": ["office@acmedental.com"],
+    "Birch & Co Architects": ["it@birchandco.com"],  # the policy's recipients beat the dashboard's e-mail
+    "Northwind Bakery": ["hello@northwindbakery.co.uk"],
+}
+
+
+def settings_for(server: SmtpServer, **overrides: object) -> MailSettings:
+    values: dict[str, object] = {
+        "smtp_host": server.host, "smtp_port": server.port, "smtp_security": SmtpSecurity.none,
+        "smtp_user": SMTP_USER, "smtp_password": SecretStr(SMTP_PASSWORD), "smtp_timeout": 5,
+        "smtp_retry_wait": 0.01, "mail_from": "Fleet reports <reports@agency.example>", "report_to": OPERATORS,
+    }  # fmt: skip
+    return MailSettings(_env_file=None, **{**values, **overrides})
+
+
+def test_operator_and_client_messages_arrive_with_both_parts_charts_and_the_right_recipients(
+    run_copy: RenderedRun, smtp_server: SmtpServer
+):
+    deliveries = deliver_reports(run_copy, settings_for(smtp_server))
+
+    received = {r.message["Subject"].strip(): r for r in smtp_server.mailbox.received}  # a folded header
+    assert smtp_server.mailbox.logins == [(SMTP_USER, SMTP_PASSWORD)] * len(received)
+    by_report = {report.name: report for report in run_copy.reports}
+    expected_recipients = {OPERATOR: OPERATORS, **CLIENT_ADDRESSES}
+    assert len(received) == len(expected_recipients)  # Orchard Physio has no address: written to a file instead
+    for name, recipients in expected_recipients.items():
+        report = by_report[name]
+        got = received[report.data.subject]
+        assert got.rcpt_tos == recipients
+        assert [a.strip() for a in got.message["To"].split(",")] == recipients
+        text = got.message.get_body(("plain",)).get_content()
+        html = got.message.get_body(("html",)).get_content()
+        assert text.replace("\r\n", "\n") == report.text and "cid:outcomes-per-night" in html
+        images = {part["Content-ID"]: part.get_content() for part in got.message.walk()
+                  if part.get_content_type() == "image/png"}  # fmt: skip
+        assert images == {f"<{c.cid}>": c.png for c in report.data.charts} and len(images) == 2
+    accepted = {(d.report, d.recipient) for d in deliveries if d.accepted}
+    assert accepted == {(n, r) for n, rs in expected_recipients.items() for r in rs}
+    assert all(d.answer.startswith("250 ") and "queued as 4F2A9" in d.answer for d in deliveries if d.accepted)
+    orchard = [d for d in deliveries if d.report == "Orchard Physio"]
+    assert len(orchard) == 1 and not orchard[0].accepted and Path(orchard[0].eml_path).is_file()
+    assert delivery_problems(deliveries) == []
+    assert Summary.read(run_copy.run_dir).deliveries == deliveries  # recorded into summary.json
+
+
+def test_a_refusing_server_is_recorded_as_refused_and_fails_visibly(run_copy: RenderedRun, smtp_server: SmtpServer):
+    smtp_server.mailbox.refuse["oncall@agency.example"] = "550 5.1.1 <oncall@agency.example>: mailbox unavailable"
+    deliveries = deliver_reports(run_copy, settings_for(smtp_server))
+
+    refused = [d for d in deliveries if not d.accepted and d.eml_path is None]
+    assert [(d.report, d.recipient) for d in refused] == [(OPERATOR, "oncall@agency.example")]
+    assert refused[0].answer == "550 5.1.1 <oncall@agency.example>: mailbox unavailable"
+    assert any(d.recipient == "ops@agency.example" and d.accepted for d in deliveries)
+    recorded = Summary.read(run_copy.run_dir).deliveries
+    assert [d for d in recorded if not d.accepted and d.eml_path is None] == refused
+    problems = delivery_problems(deliveries)
+    assert problems == ["operator report to oncall@agency.example not delivered: " + refused[0].answer]
+
+
+def test_a_busy_mailbox_is_retried_with_backoff_until_it_accepts(run_copy: RenderedRun, smtp_server: SmtpServer):
+    smtp_server.mailbox.defer["ops@agency.example"] = 2
+    deliveries = deliver_reports(run_copy, settings_for(smtp_server, smtp_attempts=3))
+    ops = [d for d in deliveries if d.recipient == "ops@agency.example"]
+    assert len(ops) == 1 and ops[0].accepted
+    operator_copies = [r for r in smtp_server.mailbox.received if "ops@agency.example" in r.rcpt_tos]
+    assert len(operator_copies) == 1  # the other operator got it on the first try, and only once
+
+
+def test_retries_end_and_the_last_answer_is_recorded(run_copy: RenderedRun, smtp_server: SmtpServer):
+    smtp_server.mailbox.defer["ops@agency.example"] = 10
+    deliveries = deliver_reports(run_copy, settings_for(smtp_server, smtp_attempts=2))
+    ops = [d for d in deliveries if d.recipient == "ops@agency.example"]
+    assert not ops[0].accepted and ops[0].answer.startswith("451 4.3.0")
+
+
+def test_an_unreachable_server_fails_every_recipient_with_the_reason(run_copy: RenderedRun, caplog):
+    from tests.reporting.conftest import free_port
+
+    settings = MailSettings(_env_file=None, smtp_host="127.0.0.1", smtp_port=free_port(), smtp_security="none",
+                            smtp_attempts=2, smtp_retry_wait=0.01, report_to=OPERATORS,
+                            smtp_user=SMTP_USER, smtp_password=SMTP_PASSWORD)  # fmt: skip
+    with caplog.at_level(logging.DEBUG):
+        deliveries = deliver_reports(run_copy, settings)
+    failed = [d for d in deliveries if d.eml_path is None]
+    assert failed and not any(d.accepted for d in failed)
+    assert all("ConnectionRefusedError" in d.answer for d in failed)
+    assert SMTP_PASSWORD not in caplog.text and SMTP_PASSWORD not in repr(settings)
+
+
+def test_wrong_credentials_are_refused_without_retry_and_without_leaking(run_copy: RenderedRun, smtp_server):
+    settings = settings_for(smtp_server, smtp_password=SecretStr("wrong-" + SMTP_PASSWORD), smtp_attempts=3)
+    deliveries = deliver_reports(run_copy, settings)
+    assert smtp_server.mailbox.greetings == 4  # one connection for each of the four addressed reports: no retry
+    assert all(not d.accepted for d in deliveries)
+    assert all(d.answer.startswith("authentication failed: 535") for d in deliveries if d.eml_path is None)
+    with pytest.raises(ReportDeliveryError) as raised:
+        from reporting.run_report import ReportResult
+
+        ReportResult(run_id="r", run_dir=run_copy.run_dir, reports=[], deliveries=deliveries,
+                     problems=delivery_problems(deliveries)).raise_for_problems()  # fmt: skip
+    assert "authentication failed" in str(raised.value) and SMTP_PASSWORD not in str(raised.value)
+
+
+@pytest.mark.parametrize("security", [SmtpSecurity.starttls, SmtpSecurity.ssl])
+def test_tls_is_verified_and_carries_the_messages(
+    security: SmtpSecurity, run_copy: RenderedRun, certificate: Certificate, request
+):
+    server: SmtpServer = request.getfixturevalue(f"{security.value}_server")
+    untrusted = deliver_reports(run_copy, settings_for(server, smtp_security=security, smtp_attempts=1))
+    assert all("CERTIFICATE_VERIFY_FAILED" in d.answer for d in untrusted if d.eml_path is None)
+    assert server.mailbox.received == []
+
+    trusted = deliver_reports(run_copy, settings_for(server, smtp_security=security, smtp_ca_file=certificate.cert))
+    assert delivery_problems(trusted) == []
+    assert len(server.mailbox.received) == 4 and server.mailbox.logins[0] == (SMTP_USER, SMTP_PASSWORD)
+
+
+def test_without_smtp_settings_the_messages_are_written_as_eml_files(run_copy: RenderedRun):
+    deliveries = deliver_reports(run_copy, MailSettings(_env_file=None, report_to=OPERATORS))
+    assert delivery_problems(deliveries) == []
+    files = sorted({Path(d.eml_path) for d in deliveries})
+    assert [f.parent for f in files] == [run_copy.run_dir] * 5  # beside summary.json
+    operator = message_from_bytes((run_copy.run_dir / "operator.eml").read_bytes(), policy=policy.default)
+    assert operator["To"] == ", ".join(OPERATORS)
+    assert operator.get_body(("plain",)) is not None and operator.get_body(("html",)) is not None
+    assert [d.recipient for d in deliveries if d.report == OPERATOR] == OPERATORS
+
+
+def test_the_smtp_password_never_appears_in_any_output(run_copy: RenderedRun, smtp_server: SmtpServer):
+    settings = settings_for(smtp_server)
+    deliver_reports(run_copy, settings)
+    smtp_server.mailbox.refuse["ops@agency.example"] = "550 no"
+    deliver_reports(run_copy, settings)
+    for path in run_copy.run_dir.rglob("*"):
+        if path.is_file():
+            assert SMTP_PASSWORD.encode() not in path.read_bytes(), path
+    for received in smtp_server.mailbox.received:
+        assert SMTP_PASSWORD not in received.message.as_string()
+    assert SMTP_PASSWORD not in repr(settings) and SMTP_PASSWORD not in settings.model_dump_json()
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("FLEET_SMTP_HOST", "smtp.agency.example")
+    monkeypatch.setenv("FLEET_SMTP_SECURITY", "ssl")
+    monkeypatch.setenv("FLEET_SMTP_USER", SMTP_USER)
+    monkeypatch.setenv("FLEET_SMTP_PASSWORD", SMTP_PASSWORD)
+    monkeypatch.setenv("FLEET_MAIL_FROM", "reports@agency.example")
+    monkeypatch.setenv("FLEET_REPORT_TO", " ops@agency.example, oncall@agency.example ,")
+    settings = MailSettings(_env_file=None)
+    assert (settings.smtp_host, settings.port, settings.smtp_security) == ("smtp.agency.example", 465, "ssl")
+    assert settings.report_to == OPERATORS and settings.smtp_password.get_secret_value() == SMTP_PASSWORD
+    monkeypatch.setenv("FLEET_REPORT_TO", "ops@agency.example,not-an-address")
+    with pytest.raises(ValueError, match="not an e-mail address: 'not-an-address'"):
+        MailSettings(_env_file=None)
+
+
+def test_settings_come_from_the_prefect_email_block(monkeypatch):
+    from prefect_email import EmailServerCredentials
+
+    monkeypatch.setenv("FLEET_REPORT_TO", "ops@agency.example")
+    block = EmailServerCredentials(username=SMTP_USER, password=SMTP_PASSWORD, smtp_server="mail.agency.example",
+                                   smtp_type="STARTTLS")  # fmt: skip
+    settings = MailSettings.from_credentials(block, _env_file=None)
+    assert (settings.smtp_host, settings.port, settings.smtp_security) == ("mail.agency.example", 587, "starttls")
+    assert settings.smtp_user == SMTP_USER and settings.smtp_password.get_secret_value() == SMTP_PASSWORD
+    assert settings.report_to == ["ops@agency.example"] and settings.smtp_verify_tls

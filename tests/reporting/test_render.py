@@ -1,0 +1,217 @@
+"""Rendered reports tell the same numbers as summary.json, keep clients apart, and escape what they show."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import Counter
+from datetime import date
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from fleet.summary import Outcome
+from reporting.model import OUTCOME_TITLES
+from reporting.run_report import OPERATOR, RenderedReport, RenderedRun, render_reports, render_run
+from tests.reporting.builder import CLIENTS, UNASSIGNED, XSS, build_summary
+
+NIGHT = date(2026, 11, 21)
+
+
+class Marked(HTMLParser):
+    """Collects the values the HTML marks with data-metric / data-outcome / data-group, and data-row counts."""
+
+    def __init__(self, document: str) -> None:
+        super().__init__()
+        self.values: dict[str, int] = {}
+        self.rows: Counter[str] = Counter()
+        self.tags: Counter[str] = Counter()
+        self._open: str | None = None
+        self.feed(document)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] += 1
+        attributes = dict(attrs)
+        for name in ("data-metric", "data-outcome", "data-group"):
+            if name in attributes:
+                self._open = f"{name[5:]}:{attributes[name]}"
+        if "data-row" in attributes:
+            self.rows[attributes["data-row"]] += 1
+
+    def handle_data(self, data):
+        if self._open and data.strip():
+            self.values[self._open] = int(re.sub(r"\D", "", data))
+            self._open = None
+
+
+def expected(run_dir: Path, client: str | None) -> dict[str, int]:
+    """The numbers straight from summary.json, scoped to a client, without the report code."""
+    raw = json.loads((run_dir / "summary.json").read_text())
+    items = [i for i in raw["items"] if client is None or i["client"] == client]
+    sites = [s for s in raw["sites"] if client is None or s["client"] == client]
+    by_outcome = Counter(i["outcome"] for i in items)
+    checked = [s["check"] for s in sites if s["check"] is not None]
+    numbers = {o.value: by_outcome.get(o.value, 0) for o in Outcome}
+    numbers |= {
+        "total": len(items),
+        "sites": len(sites),
+        "not_updated": len(items) - by_outcome["updated"] - by_outcome["failed"],
+        "checked": len(checked),
+        "healthy": sum(
+            1 for c in checked if c["error"] is None and c["online"] is not False and c["probe_ok"] is not False
+        ),
+        "open_incidents": sum(c["open_incidents"] for c in checked),
+    }
+    if client is None:
+        assert {k: v for k, v in raw["counts"]["by_outcome"].items() if v} == {k: v for k, v in by_outcome.items()}
+    return numbers
+
+
+def check_html(report: RenderedReport, numbers: dict[str, int]) -> None:
+    marked = Marked(report.html)
+    for metric in ("updated", "failed", "not_updated", "sites", "checked", "healthy", "open_incidents"):
+        assert marked.values[f"metric:{metric}"] == numbers[metric], metric
+    for outcome in Outcome:
+        assert marked.values.get(f"outcome:{outcome.value}", 0) == numbers[outcome.value], outcome
+        if outcome is not Outcome.updated:
+            assert marked.values.get(f"group:{outcome.value}", 0) == numbers[outcome.value], outcome
+    assert marked.values["outcome:total"] == numbers["total"]
+    assert marked.rows["updated"] == numbers["updated"]  # every updated item is listed (under the row cap)
+    for outcome in Outcome:
+        if outcome is not Outcome.updated:
+            assert marked.rows[outcome.value] == numbers[outcome.value]
+
+
+def check_text(report: RenderedReport, numbers: dict[str, int]) -> None:
+    text = report.text
+    for label, key in (("Sites", "sites"), ("Updated", "updated"), ("Failed", "failed"), ("Not done", "not_updated")):
+        assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(numbers[key]), label
+    for outcome in Outcome:
+        found = re.search(rf"^  {re.escape(OUTCOME_TITLES[outcome])}\s+(\d+)$", text, re.M)
+        assert (int(found.group(1)) if found else 0) == numbers[outcome.value], outcome
+        if outcome is not Outcome.updated and numbers[outcome.value]:
+            group = re.search(rf"^{re.escape(OUTCOME_TITLES[outcome])} \((\d+)\): ", text, re.M)
+            assert int(group.group(1)) == numbers[outcome.value]
+    assert re.search(r"^  Total\s+(\d+)$", text, re.M).group(1) == str(numbers["total"])
+    health = re.search(r"^(\d+) of (\d+) sites checked healthy after the updates; (\d+) open incidents", text, re.M)
+    assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
+
+
+def check_markdown(report: RenderedReport, numbers: dict[str, int]) -> None:
+    md = report.markdown
+    tiles = re.search(r"^\| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \|$", md, re.M)
+    assert tuple(map(int, tiles.groups())) == tuple(numbers[k] for k in ("updated", "failed", "not_updated", "sites"))
+    for outcome in Outcome:
+        found = re.search(rf"^\| {re.escape(OUTCOME_TITLES[outcome])} \| (\d+) \|$", md, re.M)
+        assert (int(found.group(1)) if found else 0) == numbers[outcome.value], outcome
+    updated_section = md.split("## Updated", 1)[1].split("\n## ", 1)[0] if numbers["updated"] else ""
+    assert len(re.findall(r"^\| (?!Site \||---)", updated_section, re.M)) == numbers["updated"]
+
+
+def test_every_report_tells_the_numbers_of_summary_json(rendered: RenderedRun):
+    assert [r.name for r in rendered.reports] == [OPERATOR, *sorted(CLIENTS)]
+    for report in rendered.reports:
+        numbers = expected(rendered.run_dir, None if report.name == OPERATOR else report.name)
+        assert numbers["total"] > 0
+        check_html(report, numbers)
+        check_text(report, numbers)
+        check_markdown(report, numbers)
+
+
+def test_operator_report_has_every_section(rendered: RenderedRun):
+    operator = rendered.operator
+    for title in ("At a glance", "Updated", "Not updated, and why", "Plugin versions that failed", "Health checks",
+                  "By client", "By type", "Trends, last 5 runs"):  # fmt: skip
+        assert title in operator.html and title in operator.markdown, title
+    assert [c.cid for c in operator.data.charts] == ["outcomes-per-night", "plugin-failure-rate"]
+    assert all(c.png.startswith(b"\x89PNG") for c in operator.data.charts)
+    assert 'src="cid:outcomes-per-night"' in operator.html
+    assert "](data:image/png;base64," in operator.markdown
+    by_client = {row.label: row for row in operator.data.by_client}
+    assert sum(row.total for row in by_client.values()) == operator.data.headline.items
+    assert by_client["(no client)"].sites == len(UNASSIGNED)
+
+
+def other_clients_marks(client: str) -> list[str]:
+    marks = [d for other, sites in CLIENTS.items() if other != client for d, _ in sites]
+    marks += [name for other, sites in CLIENTS.items() if other != client for _, name in sites]
+    marks += [other for other in CLIENTS if other != client]
+    return marks + [d for d, _ in UNASSIGNED] + [name for _, name in UNASSIGNED] + ["dashboard.agency.example"]
+
+
+def test_a_client_report_holds_no_other_clients_site(rendered: RenderedRun):
+    for report in rendered.reports[1:]:
+        own = [d for d, _ in CLIENTS[report.name]]
+        shown = " ".join([html.unescape(report.html), report.text, report.markdown.replace("\\", "")])
+        assert any(domain in shown for domain in own)
+        for mark in other_clients_marks(report.name):
+            assert mark not in shown, f"{report.name} report shows {mark!r}"
+        assert "By client" not in report.html
+
+
+def test_untrusted_names_are_text_in_every_format(tmp_path: Path):
+    summary = build_summary(NIGHT)
+    evil_client = '<img src=x onerror="alert(2)"> & Co'
+    for item in summary.items:
+        if item.client == "Acme Dental":
+            item.client = evil_client
+            item.reason = f"{XSS} | *bold* [link](javascript:alert(3))"
+    for site in summary.sites:
+        if site.client == "Acme Dental":
+            site.client = evil_client
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    markdown = MarkdownIt("commonmark", {"html": True}).enable("table")
+    for report in rendered.reports:
+        assert "<script" not in report.html and "<img src=x" not in report.html
+        assert "<script" not in report.markdown and "<img" not in report.markdown
+        md_html = markdown.render(report.markdown)
+        assert "<script" not in md_html and "<img src=x" not in md_html and 'href="javascript' not in md_html
+        shown_names = [XSS] if report.name in (OPERATOR, evil_client) else []
+        for name in shown_names:
+            assert html.escape(name, quote=False) in report.html
+            assert name in report.text
+            assert html.escape(name, quote=False) in md_html
+    client = next(r for r in rendered.reports if r.name == evil_client)
+    assert html.escape(evil_client, quote=False) in client.html
+    assert evil_client in client.text
+    assert "onerror" in client.data.subject  # shown as text in the subject, which is not HTML
+    assert all("/" not in path.name.removesuffix(path.suffix) for path in rendered.files)
+
+
+def test_a_night_with_nothing_to_update_is_sensible_and_hides_empty_sections(tmp_path: Path):
+    build_summary(NIGHT, updates=False).write(tmp_path / "only")
+    report = render_reports(tmp_path / "only").operator
+    headings = re.findall(r"<h2[^>]*>([^<]+)<", report.html)
+    assert [h.strip() for h in headings] == ["Health checks"]  # checks still ran and are still worth reading
+    assert re.findall(r"^## (.+)$", report.markdown, re.M) == ["Health checks"]
+    assert "Not updated, and why" not in report.text and "By outcome" not in report.text
+    assert "All 11 sites were up to date: there was nothing to update." in report.text
+    assert report.data.subject.endswith(": 0 updated")
+
+
+def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
+    summary = build_summary(NIGHT)
+    for item in summary.items:
+        if item.outcome is Outcome.updated:
+            item.outcome, item.reason, item.until = Outcome.held, "Change freeze", date(2026, 12, 1)
+    summary.counts = summary.count(summary.items)
+    summary.write(tmp_path / "held")
+    result = render_run(tmp_path / "held", send=False)
+    report = (tmp_path / "held" / "report" / "operator.txt").read_text()
+    assert result.ok and result.deliveries == []
+    assert "No updates were applied" in report
+    assert "Updated (" not in report and "Hold ends 01 Dec 2026" in report
+    check_text(render_reports(tmp_path / "held").operator, expected(tmp_path / "held", None))
+
+
+@pytest.mark.parametrize("rows", [3])
+def test_long_lists_are_capped_and_say_how_many_more(nights: list[Path], rows: int):
+    report = render_reports(nights[-1], max_rows=rows).operator
+    shown = sum(len(site.items) for site in report.data.updated)
+    assert shown == rows
+    assert f"and {report.data.headline.updated - rows} more updated items" in report.text
+    assert Marked(report.html).rows["updated"] == rows
