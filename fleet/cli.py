@@ -2,7 +2,7 @@
 
 import typer
 
-from fleet.commands import dashboard, emulator, nightly, report
+from fleet.commands import dashboard, demo, emulator, nightly, report, serve
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
@@ -11,3 +11,5 @@ app.add_typer(emulator.app, name="emulator")
 app.add_typer(dashboard.app, name="dashboard")
 app.add_typer(nightly.app, name="nightly")
 app.add_typer(report.app, name="report")
+app.add_typer(demo.app, name="demo")
+app.add_typer(serve.app, name="serve")

@@ -1,0 +1,109 @@
+"""Deployments served by one process (`fleet serve`): the nightly schedule and the manual triggers.
+
+Every write call to the dashboard occupies a slot of one Prefect global concurrency limit, so two runs (a
+scheduled night and a manual trigger, or two triggers) never push one dashboard harder than
+`FLEET_CONCURRENCY` requests together; each deployment also runs one flow run at a time and queues the next.
+"""
+
+from __future__ import annotations
+
+import os
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from prefect import serve
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+from prefect.deployments.runner import RunnerDeployment
+from prefect.exceptions import ObjectNotFound
+from prefect.schedules import Cron
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from flows.check import check_fleet
+from flows.nightly import nightly_maintenance
+from flows.report import report
+from flows.update import update_fleet
+
+ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
+TAGS = ["fleet-maintenance"]
+
+
+class ScheduleSettings(BaseSettings):
+    """When the nightly run starts, and the limit that keeps runs from piling onto one dashboard."""
+
+    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
+
+    schedule_cron: str = Field("0 2 * * *", description="Cron expression of the nightly run.")
+    schedule_timezone: str = Field("UTC", description="IANA time zone the cron expression is read in.")
+    concurrency_limit: str = Field("fleet-dashboard", description="Prefect global concurrency limit name.")
+    concurrency: int = Field(8, ge=1, le=256, description="Dashboard write calls in flight across all runs.")
+
+    @field_validator("schedule_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
+        return value
+
+    @field_validator("schedule_cron")
+    @classmethod
+    def _five_fields(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"cron expression {value!r} must have five fields (minute hour day month weekday)")
+        return value
+
+
+def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment]:
+    """The nightly deployment on its schedule plus the three manual triggers."""
+    return [
+        nightly_maintenance.to_deployment(
+            name="nightly",
+            schedules=[Cron(settings.schedule_cron, timezone=settings.schedule_timezone)],
+            concurrency_limit=ONE_AT_A_TIME,
+            description="The whole night: sync, detect, policy, update by type, checks, reconcile, report.",
+            tags=TAGS,
+        ),
+        update_fleet.to_deployment(
+            name="update_fleet",
+            concurrency_limit=ONE_AT_A_TIME,
+            description="Apply the policy's updates to selected sites now (manual trigger).",
+            tags=TAGS,
+        ),
+        check_fleet.to_deployment(
+            name="check_fleet",
+            concurrency_limit=ONE_AT_A_TIME,
+            description="Check selected sites: dashboard check, home-page probe, open incidents (manual trigger).",
+            tags=TAGS,
+        ),
+        report.to_deployment(
+            name="report",
+            description="Render (and send) the reports of a past run from its summary.json (manual trigger).",
+            tags=TAGS,
+        ),
+    ]
+
+
+async def ensure_concurrency_limit(name: str, slots: int) -> None:
+    """Create the global concurrency limit if the server does not have it yet (an existing one is kept)."""
+    async with get_client() as client:
+        try:
+            await client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=slots))
+
+
+def serve_deployments(settings: ScheduleSettings | None = None) -> None:
+    """Register the deployments and run their flow runs in this process until interrupted."""
+    import asyncio
+
+    settings = settings or ScheduleSettings()
+    asyncio.run(ensure_concurrency_limit(settings.concurrency_limit, settings.concurrency))
+    os.environ["FLEET_CONCURRENCY_LIMIT"] = settings.concurrency_limit
+    serve(*build_deployments(settings))
+
+
+if __name__ == "__main__":
+    serve_deployments()
