@@ -56,29 +56,29 @@ class ScheduleSettings(BaseSettings):
         return value
 
 
-def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment]:
+async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment]:
     """The nightly deployment on its schedule plus the three manual triggers."""
     return [
-        nightly_maintenance.to_deployment(
+        await nightly_maintenance.ato_deployment(
             name="nightly",
             schedules=[Cron(settings.schedule_cron, timezone=settings.schedule_timezone)],
             concurrency_limit=ONE_AT_A_TIME,
             description="The whole night: sync, detect, policy, update by type, checks, reconcile, report.",
             tags=TAGS,
         ),
-        update_fleet.to_deployment(
+        await update_fleet.ato_deployment(
             name="update_fleet",
             concurrency_limit=ONE_AT_A_TIME,
             description="Apply the policy's updates to selected sites now (manual trigger).",
             tags=TAGS,
         ),
-        check_fleet.to_deployment(
+        await check_fleet.ato_deployment(
             name="check_fleet",
             concurrency_limit=ONE_AT_A_TIME,
             description="Check selected sites: dashboard check, home-page probe, open incidents (manual trigger).",
             tags=TAGS,
         ),
-        report.to_deployment(
+        await report.ato_deployment(
             name="report",
             description="Render (and send) the reports of a past run from its summary.json (manual trigger).",
             tags=TAGS,
@@ -100,9 +100,14 @@ def serve_deployments(settings: ScheduleSettings | None = None) -> None:
     import asyncio
 
     settings = settings or ScheduleSettings()
-    asyncio.run(ensure_concurrency_limit(settings.concurrency_limit, settings.concurrency))
+
+    async def prepare() -> list[RunnerDeployment]:
+        await ensure_concurrency_limit(settings.concurrency_limit, settings.concurrency)
+        return await build_deployments(settings)
+
+    deployments = asyncio.run(prepare())
     os.environ["FLEET_CONCURRENCY_LIMIT"] = settings.concurrency_limit
-    serve(*build_deployments(settings))
+    serve(*deployments)
 
 
 if __name__ == "__main__":
