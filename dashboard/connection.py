@@ -51,7 +51,9 @@ class Connection:
 
     async def _discover_namespace(self) -> Namespace:
         try:
-            answer = await self._transport.request("GET", f"{self.settings.base_url}/", credentials=Credentials())
+            answer = await self._transport.request(
+                "GET", f"{self.settings.base_url}/", credentials=Credentials(), params={"_fields": "namespaces"}
+            )
         except DashboardError as exc:
             raise ConfigurationError(
                 f"could not read the REST index at {self.settings.base_url}/ to discover the namespace ({exc}); "

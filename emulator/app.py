@@ -115,14 +115,15 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     """The emulator as an ASGI app; `app.state.emulator` is the `Emulator`."""
     emulator = build_emulator(config, state)
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    routes: list[BaseRoute] = [*ground_truth_routes()]
-    # --- Part 2 mounts here (lead): the Abilities interface, BEFORE the catch-all below, e.g.
-    #     routes.append(Mount("/wp-json/wp-abilities/v1", app=abilities_app(emulator)))
-    routes += [
+    routes: list[BaseRoute] = [
+        *ground_truth_routes(),
         Route("/wp-json", wp_json, methods=methods),
-        Route("/wp-json/{path:path}", wp_json, methods=methods),
+        Route("/wp-json/{path:path}", wp_json, methods=methods),  # the catch-all: keep it last
     ]
     app = Starlette(routes=routes)
-    # --- Part 2 fault middleware goes here (lead), e.g. app.add_middleware(FaultMiddleware, emulator=emulator)
     app.state.emulator = emulator
+    # ---- PART 2 (lead): mount here. Both need `app.state.emulator` (set above); the abilities routes insert
+    # themselves before the `/wp-json` catch-all and join the lifespan (background jobs):
+    #     mount_abilities(app)   # from emulator.abilities
+    #     install_faults(app)    # from emulator.faults
     return app

@@ -255,7 +255,7 @@ def authenticate_v1(state: FleetState, method: str, headers: Mapping[str, str], 
             ck, cs = data.get("consumer_key"), data.get("consumer_secret")
         except (ValueError, AttributeError):
             ck = cs = None
-    refused = AuthFailure("v1_error", "v1", body={"ERROR": V1_ERROR.format(brand=brand)})
+    refused = AuthFailure("v1_refused", "legacy credentials refused", body={"ERROR": V1_ERROR.format(brand=brand)})
     if not isinstance(ck, str) or not isinstance(cs, str) or not ck or not cs:
         raise refused
     check_api_key(state, ck, cs)

@@ -20,7 +20,6 @@ DEFAULT_WORK_SECONDS = {
     "update_item": 3.0,
     "reconnect": 2.0,
     "disconnect": 0.5,
-    "suspend": 0.2,
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import math
 import random
 from collections import Counter
@@ -344,6 +345,13 @@ def _is_admin(emulator: Emulator, request: Request) -> bool:
     return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
 
+class _QuietDrops(logging.Filter):
+    """Keep the server's log free of tracebacks for connections the profile cut on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], DroppedConnection))
+
+
 def install_faults(app: Starlette) -> None:
     """Add the fault middleware and the `/__emulator__/faults` route to an app from `create_app`, and apply
     the configured profile's fleet effects now."""
@@ -354,3 +362,6 @@ def install_faults(app: Starlette) -> None:
     fault_controller(emulator)
     app.router.routes[0:0] = fault_routes(emulator)
     app.add_middleware(FaultMiddleware, emulator=emulator)
+    quiet = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietDrops) for f in quiet.filters):
+        quiet.addFilter(_QuietDrops())

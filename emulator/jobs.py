@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -201,10 +202,11 @@ class BatchJobs:
 
     async def run_once(self, job_id: str) -> None:
         """One cron run: time out, or move to processing and work one chunk, then reschedule or complete."""
-        job = self.state.jobs.get(job_id)
+        stored = self.state.jobs.get(job_id)
         now = self.clock.now()
-        if job is None or self._expired(job, now) or job["status"] in ("completed", "failed"):
+        if stored is None or self._expired(stored, now) or stored["status"] in ("completed", "failed"):
             return
+        job = copy.deepcopy(stored)  # readers see the job as last saved, as with the real transient
         if job["started"] is not None and now > self.clock.deadline(job["started"], TIMEOUT):
             job.update(status="failed", completed=now, job_timed_out=True, next_run=None, updated=now)
             job["errors"].append({"site_id": 0, "code": "timeout", "message": TIMEOUT_MESSAGE})
@@ -316,8 +318,9 @@ class JobRunner:
             wait = self.IDLE_WAKE_SECONDS
             if wake_at is not None:
                 wait = min(max(wake_at - self.jobs.clock.now(), 0.0), wait)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout, unlike 3.11's wait_for, never eats a cancel
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
             self._wake.clear()
 
 

@@ -53,6 +53,15 @@ class ItemResult:
 
 
 @dataclass(slots=True)
+class SiteRun:
+    """All update results of one site in a multi-site run; `error` when the whole site failed."""
+
+    site: Site
+    results: list[ItemResult]
+    error: str = ""
+
+
+@dataclass(slots=True)
 class SyncResult:
     site: Site
     ok: bool
@@ -167,6 +176,30 @@ class SiteOperations:
             )
         return results
 
+    async def update_sites(
+        self,
+        sites: list[Site],
+        types: tuple[ItemType, ...] = ("wp", "plugin", "theme", "translation"),
+        *,
+        respect_ignores: bool = True,
+        refresh_stored: bool = True,
+    ) -> list[SiteRun]:
+        """Update several sites concurrently (bounded by the dashboard's workers); a suspended or unreachable
+        site becomes a SiteRun with `error` instead of stopping the run."""
+
+        async def one(site: Site) -> SiteRun:
+            try:
+                return SiteRun(
+                    site,
+                    await self.update_site(site, types, respect_ignores=respect_ignores, refresh_stored=refresh_stored),
+                )
+            except SiteSuspended:
+                return SiteRun(site, [], "The site is suspended.")
+            except SiteUnavailable as error:
+                return SiteRun(site, [], error.message)
+
+        return list(await asyncio.gather(*(one(s) for s in sites)))
+
     def _apply(self, site: Site, item_type: ItemType, slug: str, refresh_stored: bool) -> ItemResult:
         fault = site.fail_items.get(f"{item_type}:{slug}")
         if item_type == "wp":
@@ -174,8 +207,9 @@ class SiteOperations:
         item: Item = site.items(item_type)[slug]
         offered = item.known_offer or ""
         if fault == "fail":
-            error = "Core update failed." if item_type == "wp" else "Download failed."
-            return ItemResult(site.id, item_type, slug, item.name, item.version, item.version, "failed", error)
+            return ItemResult(
+                site.id, item_type, slug, item.name, item.version, item.version, "failed", "Download failed."
+            )
         if fault == "silent":
             return ItemResult(site.id, item_type, slug, item.name, item.version, offered, "silent")
         if item.offer is None:

@@ -8,6 +8,7 @@ and only a sync refreshes it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 ItemType = Literal["plugin", "theme", "translation", "wp"]
@@ -142,17 +143,17 @@ class Site:
 
     def to_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in self.ITEM_MAPS:
+        for name in _field_names(Site):
+            value = getattr(self, name)
+            if name in self.ITEM_MAPS:
                 value = [item.to_row() for item in value.values()]
-            elif f.name == "monitor":
+            elif name == "monitor":
                 value = None if value is None else _monitor_row(value)
-            elif f.name == "posts":
+            elif name == "posts":
                 value = [[p.id, p.post_type, p.title, p.status, p.content, p.author, p.date] for p in value]
-            elif f.name == "users":
+            elif name == "users":
                 value = [[u.id, u.username, u.email, u.role, u.first_name, u.last_name, u.display_name] for u in value]
-            row[f.name] = value
+            row[name] = value
         return row
 
     @classmethod
@@ -170,8 +171,9 @@ class Site:
 
 
 def _monitor_row(monitor: Monitor) -> dict[str, Any]:
-    row = {f.name: getattr(monitor, f.name) for f in fields(monitor) if f.name != "heartbeats"}
-    row["heartbeats"] = [[getattr(h, f.name) for f in fields(h)] for h in monitor.heartbeats]
+    row = {name: getattr(monitor, name) for name in _field_names(Monitor) if name != "heartbeats"}
+    beat_fields = _field_names(Heartbeat)
+    row["heartbeats"] = [[getattr(h, name) for name in beat_fields] for h in monitor.heartbeats]
     return row
 
 
@@ -262,4 +264,9 @@ class V1Key:
 
 def record_to_row(record: Any) -> dict[str, Any]:
     """Flat dataclass -> dict (records other than Site have no nested records)."""
-    return {f.name: getattr(record, f.name) for f in fields(record)}
+    return {name: getattr(record, name) for name in _field_names(type(record))}
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))

@@ -10,6 +10,8 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from email import policy as email_policy
+from email.parser import BytesParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -256,7 +258,26 @@ def parse_body(content_type: str, raw: bytes) -> tuple[dict[str, Any], Any]:
             return parse_php_pairs(parse_qsl(raw.decode("utf-8"), keep_blank_values=True)), None
         except UnicodeDecodeError:
             raise RestError("rest_invalid_param", "The request body is not valid UTF-8.", 400) from None
+    if kind == "multipart/form-data":
+        return parse_multipart(content_type, raw), None
     return {}, None
+
+
+def parse_multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """Form fields and uploaded files (as text) of a multipart body, with the standard library's parser."""
+    message = BytesParser(policy=email_policy.default).parsebytes(
+        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + raw
+    )
+    if not message.is_multipart():
+        raise RestError("rest_invalid_param", "The multipart body could not be read.", 400)
+    pairs = []
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not name:
+            continue
+        payload = part.get_payload(decode=True) or b""
+        pairs.append((str(name), payload.decode("utf-8", errors="replace")))
+    return parse_php_pairs(pairs)
 
 
 def page_slice(items: list[Any], page: int | None, per_page: int | None, default_per_page: int | None) -> list[Any]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from dashboard.models import JobStatus, UpdateRunResult
+from dashboard.models import JobStatus, SiteItemsUpdate, UpdateRunResult
 from fleet.plan import PlanItem
 from fleet.summary import Job, UpdateType
 
@@ -23,11 +23,12 @@ _JOB_TYPE_ALIASES = {"plugins": "plugin", "themes": "theme", "translations": "tr
 
 
 class UpdateCall(BaseModel):
-    """One update call: these sites, this type, exactly these slugs."""
+    """One update call: these sites, this type, exactly these slugs (`per_site`: one site, its REST route)."""
 
     type: UpdateType
     site_ids: list[int]
     slugs: list[str]
+    per_site: bool = False
 
 
 class ItemReport(BaseModel):
@@ -68,16 +69,28 @@ def split_evenly(values: list[int], limit: int) -> list[list[int]]:
     return [values[start : start + size] for start in range(0, len(values), size)]
 
 
-def plan_calls(items: Iterable[PlanItem], type_: UpdateType, sites_per_call: int) -> list[UpdateCall]:
-    """Group the sites whose planned slugs of `type_` are identical; never an empty slug list."""
+def plan_calls(
+    items: Iterable[PlanItem], type_: UpdateType, sites_per_call: int, per_site: Iterable[int] = ()
+) -> list[UpdateCall]:
+    """Group the sites whose planned slugs of `type_` are identical; never an empty slug list.
+
+    Sites in `per_site` get a call of their own on the per-site route, which updates only the named slugs:
+    a batch job applies a site's translations without the slug filter, so a site where only some of its
+    translations are planned must not be in one.
+    """
     slugs_by_site: dict[int, set[str]] = defaultdict(set)
     for item in items:
         if item.type is type_:
             slugs_by_site[item.site_id].add(item.slug)
+    alone = set(per_site)
+    calls = [
+        UpdateCall(type=type_, site_ids=[site_id], slugs=sorted(slugs_by_site[site_id]), per_site=True)
+        for site_id in sorted(alone & slugs_by_site.keys())
+    ]
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for site_id, slugs in slugs_by_site.items():
-        groups[tuple(sorted(slugs))].append(site_id)
-    calls = []
+        if site_id not in alone:
+            groups[tuple(sorted(slugs))].append(site_id)
     for slugs, site_ids in sorted(groups.items(), key=lambda group: -len(group[1])):
         for part in split_evenly(sorted(site_ids), sites_per_call):
             calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))
@@ -111,6 +124,16 @@ def reports_from_run(result: UpdateRunResult) -> list[ItemReport]:
             )
         )
     return reports
+
+
+def reports_from_site_route(site_id: int, answer: SiteItemsUpdate) -> list[ItemReport]:
+    """Item reports of a REST per-site update; a success that installed nothing is kept as reported."""
+    return [
+        ItemReport(site_id=site_id, type=answer.type, slug=item.slug, ok=item.success,
+                   message=None if item.success else (item.error or "the site reported the update failed"),
+                   old_version=item.old_version, new_version=item.version)
+        for item in answer.items
+    ]
 
 
 def _update_type(text: str) -> UpdateType | None:

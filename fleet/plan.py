@@ -53,7 +53,7 @@ class SiteRecord(BaseModel):
         return host.lower().removeprefix("www.")
 
     @property
-    def keys(self) -> tuple[str, str]:
+    def names(self) -> tuple[str, str]:
         """The names an operator may use for this site: its id and its domain."""
         return str(self.id), self.domain
 
@@ -146,7 +146,7 @@ def select_sites(sites: list[SiteRecord], selection: Selection) -> list[SiteReco
     wanted_clients = {client.lower() for client in selection.clients}
     chosen = []
     for site in sites:
-        if wanted_sites and not wanted_sites & set(site.keys):
+        if wanted_sites and not wanted_sites & set(site.names):
             continue
         if wanted_tags and not wanted_tags & {tag.lower() for tag in site.tags}:
             continue
@@ -158,7 +158,7 @@ def select_sites(sites: list[SiteRecord], selection: Selection) -> list[SiteReco
 
 def unmatched_selection(sites: list[SiteRecord], selection: Selection) -> list[str]:
     """Site ids or domains in the selection that name no site (worth a run-level error)."""
-    known = {key for site in sites for key in site.keys}
+    known = {key for site in sites for key in site.names}
     return [
         entry
         for entry in selection.sites
@@ -215,7 +215,7 @@ def build_plan(
             )
             continue
         if site.id not in rules_cache:
-            rules_cache[site.id] = policy.rules_for(site.keys, site.tags, site.client)
+            rules_cache[site.id] = policy.rules_for(site.names, site.tags, site.client)
         verdict = rules_cache[site.id].decide(
             update.type,
             update.slug,

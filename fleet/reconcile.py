@@ -129,7 +129,7 @@ def _not_moved(
     if call.error:
         return Outcome.failed, f"the update call failed: {call.error}"
     job = evidence.job_by_id.get(call.job_id) if call.job_id else None
-    if call.job_id and (job is None or not job.finished):
+    if call.job_id and (job is None or not job.finished or job.job.status == "failed"):
         why = job.job.reason if job is not None and job.job.reason else "the job did not finish"
         return Outcome.unknown, f"batch job {call.job_id}: {why}"
     report = evidence.item_reports.get((item.site_id, item.type, item.slug))

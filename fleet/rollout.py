@@ -26,7 +26,7 @@ def _matches(site: SiteRecord, cohort: str) -> bool:
         return value in {tag.lower() for tag in site.tags}
     if kind == "client":
         return (site.client or "").lower() == value
-    return value in site.keys
+    return value in site.names
 
 
 def assign_cohorts(plan: Plan, rollout: Rollout | None) -> Plan:

@@ -39,6 +39,7 @@ class PipelineSettings(BaseSettings):
     stall_after_seconds: float = Field(
         600, gt=0, description="A job whose progress does not move for this long is declared stalled."
     )
+    job_poll_seconds: float = Field(5.0, gt=0, description="First interval between job status polls (it grows).")
     probe_sites: bool = Field(True, description="Probe each updated site's home page after the updates.")
     probe_timeout_seconds: float = Field(20, gt=0, description="Timeout of the home-page probe of each site.")
     probe_concurrency: int = Field(32, ge=1, le=1024, description="Home-page probes in flight at once.")

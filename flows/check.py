@@ -4,26 +4,32 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
+from prefect.utilities.annotations import quote
 
 from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
 from fleet.summary import Selection, SiteCheck
-from flows.sync import DashboardBlock, SelectionParameter, open_dashboard, run_in_chunks, select_fleet
+from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task
 
 
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
-    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardBlock = None,
+    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dashboard: str | None = None,
 ) -> dict[int, SiteCheck]:
-    """Check the selected sites now; the unhealthy ones are shown in a table artifact."""
+    """Check the selected sites now; the unhealthy ones are shown in a table artifact.
+
+    Args:
+        selection: Which sites (ids or domains), tags and clients; empty lists mean all.
+        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+    """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard) as client:
         sites, _, _ = await select_fleet(client, selection)
         usable = [site for site in sites if site.status is SiteStatus.online]
         parts = await run_in_chunks(
-            lambda chunk, share, label: check_sites_task(client, chunk, share, label=label), usable, settings
+            lambda chunk, share, label: check_sites_task(client, quote(chunk), share, label=label), usable, settings
         )
     checks = {site_id: check for part in parts for site_id, check in part.items()}
     by_id = {site.id: site for site in usable}

@@ -9,21 +9,35 @@ from __future__ import annotations
 from prefect import flow
 
 from fleet.summary import Selection
-from flows.sync import DashboardBlock, SelectionParameter
-from flows.update import DryRun, PolicyFile, ReportDir, maintain_fleet
+from flows.report import mail_settings
+from flows.update import maintain_fleet
+from tasks.report import report_run
 
 
 @flow(name="nightly-maintenance", log_prints=False)
 async def nightly_maintenance(
-    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: DryRun = False,
-    policy_file: PolicyFile = None,
-    report_dir: ReportDir = None,
-    dashboard: DashboardBlock = None,
+    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: bool = False,
+    policy_file: str | None = None,
+    report_dir: str | None = None,
+    dashboard: str | None = None,
+    send_report: bool = True,
+    email_block: str | None = None,
 ) -> str:
-    """Patch the selected sites, account for every item, write summary.json; returns its path."""
+    """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
+
+    Args:
+        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
+        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
+        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
+        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
+        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        send_report: E-mail the reports to the operator and the clients (a dry run never sends).
+        email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
+    """
     _, run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                       report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
-    # REPORT STEP (engineer R owns it): render and deliver the report from summary.json alone.
-    # Call site: `await report_run(run_dir)` from tasks/report.py once it exists (see the final report).
+    # --- REPORT STEP (engineer R's `tasks.report`): render and deliver the reports from summary.json alone.
+    send = send_report and not dry_run
+    await report_run(run_dir, send=send, settings=await mail_settings(email_block) if send else None)
     return str(run_dir / "summary.json")

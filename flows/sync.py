@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
 from prefect import flow, get_run_logger
-from pydantic import Field
+from prefect.utilities.annotations import quote
 
 from dashboard.client import DashboardClient
 from fleet.fan_out import chunked, fan_out
@@ -16,15 +16,8 @@ from fleet.summary import Client, Selection
 from tasks.detect import apply_sync_failures, load_fleet_task
 from tasks.sync import sync_sites_task
 
-DashboardBlock = Annotated[
-    str | None,
-    Field(description="Name of a saved Dashboard Connection block; empty means the FLEET_* environment."),
-]
 T = TypeVar("T")
 R = TypeVar("R")
-SelectionParameter = Annotated[
-    Selection, Field(description="Which sites (ids or domains), tags, clients and update types; empty means all.")
-]
 
 
 async def open_dashboard(block: str | None) -> DashboardClient:
@@ -63,7 +56,7 @@ async def sync_selected(
     """Sync the usable sites in chunk tasks; the sites come back with their status after the sync."""
     usable = [site for site in sites if site.status is SiteStatus.online]
     results = await run_in_chunks(
-        lambda chunk, share, label: sync_sites_task(client, chunk, share, label=label), usable, settings
+        lambda chunk, share, label: sync_sites_task(client, quote(chunk), share, label=label), usable, settings
     )
     failures = {site_id: failure for result in results for site_id, failure in result.items()}
     return apply_sync_failures(sites, failures)
@@ -71,10 +64,15 @@ async def sync_selected(
 
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
-    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardBlock = None,
+    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dashboard: str | None = None,
 ) -> dict[str, int]:
-    """Sync the selected sites now; returns how many sites ended in each status."""
+    """Sync the selected sites now; returns how many sites ended in each status.
+
+    Args:
+        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
+        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+    """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard) as client:
         sites, _, errors = await select_fleet(client, selection)

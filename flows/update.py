@@ -10,40 +10,34 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
 from uuid import uuid4
 
 from prefect import flow
 from prefect.runtime import flow_run
-from pydantic import Field
+from prefect.utilities.annotations import quote
 
 from dashboard.client import DashboardClient
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.job_journal import JobJournal
-from fleet.plan import Plan, PlanCohort, PlanItem, SiteRecord
+from fleet.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
 from fleet.policy import Policy, load_policy
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
-from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck, Summary
-from flows.sync import DashboardBlock, SelectionParameter, open_dashboard, run_in_chunks, select_fleet, sync_selected
+from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck, Summary, UpdateType
+from flows.sync import open_dashboard, run_in_chunks, select_fleet, sync_selected
 from tasks.checks import check_sites_task
 from tasks.detect import detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.ignores import load_ignores_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
-from tasks.reconcile import reconcile_items_task
+from tasks.reconcile import reconcile_task
 from tasks.retries import PERMANENT_ERRORS
 from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
-
-DryRun = Annotated[
-    bool, Field(description="Plan only: read the dashboard, write the plan and summary, change nothing.")
-]
-PolicyFile = Annotated[str | None, Field(description="Policy file (YAML or TOML); empty means FLEET_POLICY_FILE.")]
-ReportDir = Annotated[str | None, Field(description="Where the run directory goes; empty means FLEET_REPORT_DIR.")]
+from tasks.sync import sync_sites_task
 
 
 @dataclass
@@ -80,16 +74,20 @@ async def update_type(
     typed = [item for item in items if item.type is type_]
     site_ids = sorted({item.site_id for item in typed})
     by_site = {site.id: site for site in plan.sites}
+    partial = set()
+    if type_ is UpdateType.translation:  # batch jobs do not filter translations by slug
+        partial = {i.site_id for i in plan.items if i.type is type_ and i.decision is not Decision.apply}
 
     def execute(chunk: list[int], share: PipelineSettings, label: str):
         wanted = set(chunk)
-        return execute_updates_task(client, [i for i in typed if i.site_id in wanted], type_,
-                                    [by_site[s] for s in chunk], plan.run_id, share, label=label)
+        return execute_updates_task(client, quote([i for i in typed if i.site_id in wanted]), type_,
+                                    quote([by_site[s] for s in chunk]), plan.run_id, share,
+                                    per_site=quote(sorted(partial & wanted)), label=label)
 
     calls = [call for chunk in await run_in_chunks(execute, site_ids, settings) for call in chunk]
     queued = {call.job_id: call.call.site_ids for call in calls if call.job_id}
     jobs = await asyncio.gather(*(
-        wait_for_batch_job_task(client, job_id, "update", sites, settings) for job_id, sites in queued.items()
+        wait_for_batch_job_task(client, job_id, "update", quote(sites), settings) for job_id, sites in queued.items()
     ))
     journal = JobJournal(settings.state_path)
     for outcome in jobs:
@@ -113,18 +111,17 @@ async def run_cohort(
     sites: list[SiteRecord] = [site for site in plan.sites if site.id in worked_on]
     if run_checks:
         checked = await run_in_chunks(
-            lambda chunk, share, label: check_sites_task(client, chunk, share, label=label), sites, settings
+            lambda chunk, share, label: check_sites_task(client, quote(chunk), share, label=label), sites, settings
         )
         result.checks = {site_id: check for part in checked for site_id, check in part.items()}
 
-    def reconcile(chunk: list[SiteRecord], share: PipelineSettings, label: str):
-        ids = {site.id for site in chunk}
-        mine = [call for call in calls if ids.intersection(call.call.site_ids)]
-        job_ids = {call.job_id for call in mine}
-        return reconcile_items_task(client, [i for i in items if i.site_id in ids], chunk, mine,
-                                    [job for job in result.jobs if job.job.id in job_ids], share, label=label)
-
-    result.items = [item for part in await run_in_chunks(reconcile, sites, settings) for item in part]
+    resynced = await run_in_chunks(
+        lambda chunk, share, label: sync_sites_task(client, quote(chunk), share, label=f"after-updates-{label}"),
+        sites, settings,
+    )
+    failures = {site_id: failure for part in resynced for site_id, failure in part.items()}
+    after = await detect_updates_task(client, quote(sorted(worked_on)))
+    result.items = reconcile_task(quote(items), quote(sites), quote(calls), quote(result.jobs), quote(failures), quote(after))
     return result
 
 
@@ -148,10 +145,11 @@ async def maintain_fleet(
         if not dry_run:  # a sync is a write request; a dry run plans from the dashboard's last sync
             sites = await sync_selected(client, sites, settings)
         ids = [site.id for site in sites]
-        pending, ignored = await asyncio.gather(detect_updates_task(client, ids), load_ignores_task(client, ids))
-        plan = apply_policy_task(run_id=run_id, created_at=started, sites=sites, pending=pending, ignored=ignored,
-                                 policy=policy, selection=selection, dry_run=dry_run, settings=settings)
-        plan = finalise_plan_task(plan, policy.rollout, run_dir)
+        pending, ignored = await asyncio.gather(detect_updates_task(client, quote(ids)), load_ignores_task(client, quote(ids)))
+        plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
+                                 ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
+                                 settings=settings)
+        plan = finalise_plan_task(quote(plan), policy.rollout, run_dir)
         attempted: list[Item] = []
         jobs: list[JobOutcome] = []
         checks: dict[int, SiteCheck] = {}
@@ -184,19 +182,27 @@ async def maintain_fleet(
         finished_at=datetime.now(UTC),
         dashboard=client.settings.base_url,
     )
-    await write_summary_task(summary, run_dir)
+    await write_summary_task(quote(summary), run_dir)
     return summary, run_dir
 
 
 @flow(name="update-fleet", log_prints=False)
 async def update_fleet(
-    selection: SelectionParameter = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: DryRun = False,
-    policy_file: PolicyFile = None,
-    report_dir: ReportDir = None,
-    dashboard: DashboardBlock = None,
+    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: bool = False,
+    policy_file: str | None = None,
+    report_dir: str | None = None,
+    dashboard: str | None = None,
 ) -> str:
-    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json."""
+    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
+
+    Args:
+        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
+        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
+        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
+        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
+        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+    """
     _, run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                       report_dir=report_dir, dashboard=dashboard, run_checks=False)
     return str(run_dir / "summary.json")

@@ -130,12 +130,13 @@ def updated_sites(frame: pd.DataFrame, limit: int) -> tuple[list[UpdatedSite], i
     return sites, len(updated) - len(shown)
 
 
-def _why(row: object) -> str:
-    parts = [clean(row.reason, 300), f"rule: {clean(row.rule, 80)}" if row.rule is not None else ""]
+def _why(row: object, with_rule: bool) -> str:
+    parts = [clean(row.reason, 300), f"rule: {clean(row.rule, 80)}" if with_rule and row.rule is not None else ""]
     return " · ".join(part for part in parts if part)
 
 
-def not_done(frame: pd.DataFrame, limit: int) -> list[NotDoneGroup]:
+def not_done(frame: pd.DataFrame, limit: int, *, with_rules: bool = True) -> list[NotDoneGroup]:
+    """Every item not updated, by outcome, with why; policy rule names are for the operator only."""
     groups = []
     for outcome in NOT_DONE_ORDER:
         rows = frame[frame["outcome"] == outcome]
@@ -153,7 +154,7 @@ def not_done(frame: pd.DataFrame, limit: int) -> list[NotDoneGroup]:
                         clean(row.name, 120),
                         _version(row.from_version),
                         _version(row.to_version),
-                        _why(row),
+                        _why(row, with_rules),
                         row.until,
                     )
                     for row in shown.itertuples()
@@ -190,6 +191,7 @@ def site_checks(sites: list[Site], limit: int) -> Checks:
         healthy=sum(1 for site in checked if site.check.healthy),
         open_incidents=sum(site.check.open_incidents for site in checked),
         problems=problems[:limit],
+        more=max(0, len(problems) - limit),
     )
 
 
@@ -200,24 +202,28 @@ def trend_rows(history: list[tuple[Summary, pd.DataFrame]]) -> list[TrendRow]:
     ]
 
 
-def scoped(frame: pd.DataFrame, client: str | None) -> pd.DataFrame:
-    return frame if client is None else frame[frame["client"] == client]
+def split_by_client(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each client's rows, split once (rather than one scan of the whole fleet per client)."""
+    return {str(name): rows for name, rows in frame.groupby("client", sort=False)}
 
 
 def build_report(
     summary: Summary,
-    frame: pd.DataFrame,
-    history: list[tuple[Summary, pd.DataFrame]],
+    window: list[tuple[Summary, pd.DataFrame]],
     *,
     client: str | None = None,
-    max_rows: int = 200,
+    max_rows: int = 100,
 ) -> ReportData:
-    """The data of one report: the whole fleet (`client=None`) or only the named client's sites."""
-    items = scoped(frame, client)
+    """The data of one report: the whole fleet (`client=None`) or only the named client's sites.
+
+    `window` is the trend window, oldest first and ending with this run, each frame already scoped to `client`.
+    Lists are capped so that a large fleet's e-mail stays readable (and under mail clients' clipping size):
+    `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
+    """
+    items = window[-1][1]
     sites = summary.sites if client is None else [s for s in summary.sites if (s.client or NO_CLIENT) == client]
-    checks = site_checks(sites, max_rows)
-    window = [(past, scoped(past_frame, client)) for past, past_frame in history]
-    window_frame = pd.concat([f for _, f in window], ignore_index=True) if window else items
+    checks = site_checks(sites, max(10, max_rows // 2))
+    window_frame = pd.concat([frame for _, frame in window], ignore_index=True)
     problems: list[str] = []
     if client is None:
         problems = [clean(error, 500) for error in summary.errors]
@@ -245,7 +251,7 @@ def build_report(
         ),
         updated=updated,
         updated_more=updated_more,
-        not_done=not_done(items, max_rows),
+        not_done=not_done(items, max(10, max_rows // 4), with_rules=client is None),
         plugin_failures=plugin_failures(items, 15),
         checks=checks,
         by_type=by_type(items),

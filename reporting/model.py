@@ -194,6 +194,7 @@ class Checks:
     healthy: int
     open_incidents: int
     problems: list[SiteProblem]
+    more: int = 0  # sites needing attention left out of `problems`
 
 
 @dataclass

@@ -49,6 +49,10 @@ def duration(data: ReportData) -> str:
     return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def percent(value: float) -> str:
     return f"{100 * value:.0f}%"
 
@@ -65,7 +69,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(md=markdown_text, when=when, percent=percent)
     env.globals.update(
-        outcome_titles=OUTCOME_TITLES, outcome_colors=OUTCOME_COLORS, type_names=TYPE_NAMES, duration=duration
+        outcome_titles=OUTCOME_TITLES, outcome_colors=OUTCOME_COLORS, type_names=TYPE_NAMES, duration=duration,
+        plural=plural,
     )
     return env
 

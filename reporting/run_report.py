@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from fleet.summary import SUMMARY_FILE, Delivery, Summary
 from reporting import charts
-from reporting.aggregate import NO_CLIENT, build_report, clean, items_frame
-from reporting.history import load_history
+from reporting.aggregate import NO_CLIENT, build_report, clean, items_frame, split_by_client
+from reporting.history import earlier_runs, read_earlier
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_source, render_html, render_markdown, render_text
@@ -43,6 +43,17 @@ class ReportResult(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @classmethod
+    def of(cls, rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
+        return cls(
+            run_id=rendered.summary.run_id,
+            run_dir=rendered.run_dir,
+            reports=[report.name for report in rendered.reports],
+            files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
+            deliveries=deliveries,
+            problems=delivery_problems(deliveries),
+        )
 
     def raise_for_problems(self) -> None:
         if self.problems:
@@ -99,20 +110,28 @@ def _charts(data: ReportData) -> list[Chart]:
     return drawn
 
 
-def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 200) -> RenderedRun:
+def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) -> RenderedRun:
     """Render the operator's report and one per client, and write them under RUN_DIR/report/."""
     if not (run_dir / SUMMARY_FILE).is_file():
         raise FileNotFoundError(f"no {SUMMARY_FILE} in {run_dir}")
     summary = Summary.read(run_dir)
-    history = [(past, items_frame(past)) for past in load_history(run_dir, summary, trend_runs)]
-    frame = history[-1][1]
+    history = []
+    for path in earlier_runs(run_dir, summary, trend_runs):  # one at a time: a large fleet's summary is big
+        past = read_earlier(path)
+        if past is not None:
+            history.append((past.model_copy(update={"items": [], "sites": []}), items_frame(past)))
+    history.append((summary, items_frame(summary)))
+    by_client = [(past, split_by_client(frame)) for past, frame in history]
     out = run_dir / REPORT_DIR
     out.mkdir(exist_ok=True)
     audiences: list[tuple[str | None, list[str]]] = [(None, [])]
     audiences += list(client_recipients(summary).items())
     reports, files = [], []
     for client, recipients in audiences:
-        data = build_report(summary, frame, history, client=client, max_rows=max_rows)
+        window = history if client is None else [
+            (past, groups.get(client, history[-1][1].iloc[0:0])) for past, groups in by_client
+        ]
+        data = build_report(summary, window, client=client, max_rows=max_rows)
         data.charts = _charts(data)
         report = RenderedReport(
             name=client if client is not None else OPERATOR,
@@ -205,14 +224,7 @@ def render_run(
     """
     rendered = render_reports(Path(run_dir), trend_runs=trend_runs)
     deliveries = deliver_reports(rendered, settings or MailSettings()) if send else []
-    result = ReportResult(
-        run_id=rendered.summary.run_id,
-        run_dir=rendered.run_dir,
-        reports=[report.name for report in rendered.reports],
-        files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
-        deliveries=deliveries,
-        problems=delivery_problems(deliveries),
-    )
+    result = ReportResult.of(rendered, deliveries)
     for problem in result.problems:
         log.error("%s", problem)
     return result

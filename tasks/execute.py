@@ -15,7 +15,14 @@ from prefect import task
 from prefect.concurrency.asyncio import concurrency
 
 from dashboard.errors import DashboardError
-from fleet.execution import CallResult, ItemReport, UpdateCall, plan_calls, reports_from_run
+from fleet.execution import (
+    CallResult,
+    ItemReport,
+    UpdateCall,
+    plan_calls,
+    reports_from_run,
+    reports_from_site_route,
+)
 from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal, JournalEntry
 from fleet.plan import PlanItem
@@ -54,8 +61,12 @@ async def execute_updates(
     sites: list[SiteRecord],
     run_id: str,
     settings: PipelineSettings,
+    per_site: list[int] | None = None,
 ) -> list[CallResult]:
-    """Send the update calls of one type; queued jobs come back with their id for the sensor."""
+    """Send the update calls of one type; queued jobs come back with their id for the sensor.
+
+    `per_site`: sites whose call must go through the per-site route (see `plan_calls`).
+    """
     journal = JobJournal(settings.state_path)
     reused, remaining = reuse_running_jobs([item for item in items if item.type is type_], type_, journal)
     index = SiteErrorIndex(sites)
@@ -65,6 +76,9 @@ async def execute_updates(
                  else contextlib.nullcontext())
         try:
             async with limit:
+                if call.per_site:
+                    answer = await client.update_site_items(call.site_ids[0], call.type, call.slugs)
+                    return CallResult(call=call, reports=reports_from_site_route(call.site_ids[0], answer))
                 start = await client.run_updates(call.site_ids, [call.type], call.slugs)
         except PERMANENT_ERRORS:
             raise
@@ -81,7 +95,7 @@ async def execute_updates(
             return CallResult(call=call, job_id=start.job_id, reports=refused)
         return CallResult(call=call, reports=refused + (reports_from_run(start.result) if start.result else []))
 
-    calls = plan_calls(remaining, type_, settings.sites_per_job)
+    calls = plan_calls(remaining, type_, settings.sites_per_job, per_site or ())
     return reused + await fan_out(calls, send, settings.concurrency)
 
 
@@ -93,6 +107,7 @@ async def execute_updates_task(
     sites: list[SiteRecord],
     run_id: str,
     settings: PipelineSettings,
+    per_site: list[int] | None = None,
     label: str = "all",
 ) -> list[CallResult]:
-    return await execute_updates(client, items, type_, sites, run_id, settings)
+    return await execute_updates(client, items, type_, sites, run_id, settings, per_site)

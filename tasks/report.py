@@ -35,10 +35,4 @@ async def report_run(run_dir: Path, *, send: bool = True, settings: MailSettings
     was not reached)."""
     rendered = await report_task(Path(run_dir))
     deliveries = await notify_task(rendered, settings) if send else []
-    return ReportResult(
-        run_id=rendered.summary.run_id,
-        run_dir=rendered.run_dir,
-        reports=[report.name for report in rendered.reports],
-        files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
-        deliveries=deliveries,
-    )
+    return ReportResult.of(rendered, deliveries)

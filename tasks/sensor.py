@@ -15,6 +15,7 @@ from prefect import task
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 
 from dashboard.errors import JobError, JobExpired, JobNeverStarted, JobNotFound, JobStalled, JobTimedOut
+from dashboard.jobs import WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
 from fleet.execution import JobOutcome, reports_from_job
 from fleet.settings import PipelineSettings
@@ -47,26 +48,26 @@ async def wait_for_batch_job(
     polls = 0
     started = time.monotonic()
 
-    def count(status: JobStatus) -> None:
+    async def poll() -> JobStatus:
         nonlocal polls
         polls += 1
-        if on_progress is not None:
-            on_progress(status)
+        return await client.job_status(job_id)
 
+    policy = WaitPolicy(
+        deadline=settings.job_deadline_seconds,
+        poll_interval=settings.job_poll_seconds,
+        max_poll_interval=max(settings.job_poll_seconds, min(30.0, settings.job_poll_seconds * 6)),
+        stall_after=settings.stall_after_seconds,
+        never_started_after=settings.stall_after_seconds,
+    )
     try:
-        status = await client.wait_for_job(
-            job_id,
-            deadline=settings.job_deadline_seconds,
-            stall_after=settings.stall_after_seconds,
-            never_started_after=settings.stall_after_seconds,
-            on_progress=count,
-        )
+        status = await wait_for_job(poll, job_id, policy, on_progress=on_progress)
     except (JobError, JobNotFound) as error:
         last = getattr(error, "last_status", None)
-        ending = next(name for kind_, name in _ENDINGS if isinstance(error, kind_))
+        ending = next((name for kind_, name in _ENDINGS if isinstance(error, kind_)), "error")
         return JobOutcome(
             job=Job(id=job_id, type=kind, sites=len(site_ids), status=ending,
-                    seconds_waited=round(time.monotonic() - started, 3), polls=max(polls, 1),
+                    seconds_waited=round(time.monotonic() - started, 3), polls=polls,
                     reason=getattr(error, "message", str(error))),
             site_ids=site_ids,
             finished=False,
@@ -79,7 +80,7 @@ async def wait_for_batch_job(
         reason = f"{status.failed} of {status.total} site(s) reported errors"
     return JobOutcome(
         job=Job(id=job_id, type=kind, sites=len(site_ids), status=status.status.value,
-                seconds_waited=round(time.monotonic() - started, 3), polls=max(polls, 1), reason=reason),
+                seconds_waited=round(time.monotonic() - started, 3), polls=polls, reason=reason),
         site_ids=site_ids,
         finished=True,
         reports=reports_from_job(status),

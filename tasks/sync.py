@@ -24,7 +24,7 @@ class SiteErrorIndex:
     def __init__(self, sites: list[SiteRecord]) -> None:
         self._ids = {}
         for site in sites:
-            for key in (*site.keys, site.url.lower().rstrip("/")):
+            for key in (*site.names, site.url.lower().rstrip("/")):
                 self._ids[key] = site.id
 
     def site_id(self, error: BatchSiteError) -> int | None:

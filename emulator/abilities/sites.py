@@ -14,7 +14,6 @@ from emulator.abilities.shapes import (
     site_basic,
     site_full,
     site_ref,
-    site_status,
 )
 from emulator.jobs import child_outdated
 from emulator.records import Item, Site
@@ -37,18 +36,12 @@ SECURITY_CHECKS = ("listing", "wp_version", "rsd", "wlw", "db_reporting", "php_r
 
 
 def _filtered(ctx: AbilityContext, args: dict[str, Any], *, tag_key: str) -> list[Site]:
+    """The dashboard's site query (status by `sync_errors` and `suspended`, as its database layer reads them)."""
     status = args.get("status") or "any"
     tag_ids = args.get(tag_key)
     if isinstance(tag_ids, int):
         tag_ids = [tag_ids]
-    sites = ctx.state.list_sites(client_id=args.get("client_id"))
-    if status == "available_update":
-        sites = [s for s in sites if ctx.state.pending_updates(s)]
-    elif status != "any":
-        sites = [s for s in sites if site_status(s) == status]
-    if args.get("search"):
-        needle = str(args["search"]).lower()
-        sites = [s for s in sites if needle in s.name.lower() or needle in s.url.lower()]
+    sites = ctx.state.list_sites(status=status, search=args.get("search") or None, client_id=args.get("client_id"))
     if tag_ids:
         wanted = set(tag_ids)
         sites = [s for s in sites if wanted & set(s.tag_ids)]

@@ -122,6 +122,9 @@ async def _sites_controller(req: RestRequest, body: dict[str, Any]) -> dict[str,
             out[action] = await _run(req, items, lambda r, d: _site_action(r, "remove", d))
         elif action in SITE_ACTIONS or name == "changes":
             out[action] = await _run(req, items, lambda r, d, a=action: _site_action(r, a, d))
+        else:
+            known = ", ".join(("create", "update", "delete", *SITE_ACTIONS, f"non-{req.ns}-changes"))
+            raise RestError("rest_invalid_param", f"Unknown sites batch action: {action}. Known: {known}.", 400)
     return out
 
 

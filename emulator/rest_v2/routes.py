@@ -14,6 +14,7 @@ from emulator.rest_v2 import (
     settings,
     sites,
     tags,
+    time_tracker,
     updates,
     users,
 )
@@ -21,6 +22,20 @@ from emulator.rest_v2 import (
 
 def build_v2_routes() -> RestRoutes:
     table = RestRoutes()
-    for family in (batch, sites, updates, tags, clients, costs, monitors, keys, settings, content, users, extensions):
+    for family in (
+        batch,
+        sites,
+        updates,
+        tags,
+        clients,
+        costs,
+        monitors,
+        keys,
+        settings,
+        content,
+        users,
+        extensions,
+        time_tracker,
+    ):
         table.include(family.routes)
     return table

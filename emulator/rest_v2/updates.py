@@ -7,7 +7,7 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from emulator.operations import ItemResult, SiteSuspended, SiteUnavailable
+from emulator.operations import ItemResult, SiteUnavailable
 from emulator.records import SINGULAR, ItemType, Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, invalid_param
 from emulator.rest_v2.common import queue_if_large, site_or_404
@@ -166,15 +166,10 @@ async def update_everything(req: RestRequest) -> dict[str, Any]:
             "last_time_start_batch_updates": stamp,
         }
     updated = errors = sites_updated = 0
-    for site in sites:
-        try:
-            results = await req.ops.update_site(site)
-        except (SiteSuspended, SiteUnavailable):
-            errors += 1
-            continue
-        moved = sum(1 for r in results if r.outcome == "updated" or r.outcome == "silent")
+    for run in await req.ops.update_sites(sites):
+        moved = sum(1 for r in run.results if r.reported_success)
         updated += moved
-        errors += sum(1 for r in results if r.outcome == "failed")
+        errors += sum(1 for r in run.results if not r.reported_success) + (1 if run.error else 0)
         sites_updated += 1 if moved else 0
     return {
         "success": 1,

@@ -3,6 +3,7 @@ environment, `.env`, a Prefect block, an in-process transport."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,28 @@ async def test_in_process_transport() -> None:
             assert len(await dashboard.list_sites()) == 3
     finally:
         inproc.close()
+
+
+def test_job_wait_completes_or_exits_6(emulator: Any, truth: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ns = emulator.credentials["namespace"]
+    env = env_for(emulator.credentials, FLEET_API_KEY=emulator.credentials["api_keys"]["read_write"])
+
+    async def queue_two() -> tuple[str | None, str | None]:
+        async with DashboardClient.from_credentials(emulator.credentials) as dashboard:
+            done = await dashboard.check_sites([1, 2, 3])
+            truth.faults({"stuck_job_rate": 1.0})
+            stuck = await dashboard.check_sites([1, 2, 3])
+        return done.job_id, stuck.job_id
+
+    truth.options(**{f"{ns}_abilities_batch_threshold": 2})
+    try:
+        done, stuck = asyncio.run(queue_two())
+        assert done and stuck
+        finished = invoke(monkeypatch, env, "job", done, "--wait", "--deadline", "30", "--json")
+        assert finished.exit_code == 0, finished.output
+        assert json.loads(finished.stdout)["status"] == "completed"
+        waited = invoke(monkeypatch, env, "job", stuck, "--wait", "--deadline", "0.5")
+        assert waited.exit_code == 6 and stuck in waited.output
+    finally:
+        truth.faults("none")
+        truth.options(**{f"{ns}_abilities_batch_threshold": 200})

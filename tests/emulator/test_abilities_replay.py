@@ -23,17 +23,17 @@ from tests.emulator.test_replay import lab_request, lab_setup, shape_problems
 EXCHANGES = Path("/work/shared/reference/real-exchanges")
 STATUS = re.compile(r"^ab-run-get-batch-job-status-v1-(?P<job>.+)-(?P<phase>queued|processing-1of2|completed)$")
 PHASE_RUNS = {"queued": 0, "processing-1of2": 1, "completed": 2}
-# How each captured job was queued: an ability exchange to replay, or (type, REST v2 route the lab used).
-JOB_SOURCES: dict[str, str | tuple[str, str]] = {
+# The capture that queued each job the status captures follow (abilities, or the REST v2 routes).
+JOB_SOURCES = {
     "sync-sites-v1": "ab-run-sync-sites-v1-queued",
     "sync-sites-v1-unknown": "ab-run-sync-sites-v1-queued-with-unknown-site",
     "check-sites-v1": "ab-run-check-sites-v1-queued",
     "check-sites-v1-unknown": "ab-run-check-sites-v1-queued-with-unknown-site",
     "run-updates-v1": "ab-run-run-updates-v1-queued",
     "update-all-v1": "ab-run-update-all-v1-queued",
-    "v2-sites-sync": ("sync", "POST /sites/sync"),
-    "v2-updates-update": ("update", "POST /updates/update"),
-    "v2-updates-update-again": ("update", "POST /updates/update"),
+    "v2-sites-sync": "v2-sites-sync-all-queued",
+    "v2-updates-update": "v2-updates-update-all-sites-queued",
+    "v2-updates-update-again": "v2-updates-update-all-sites-queued-again",
 }
 
 
@@ -41,7 +41,7 @@ class Lab:
     """Adapter giving E1's lab helpers what they use from an in-process emulator."""
 
     def __init__(self, board: Dashboard) -> None:
-        self.board = board
+        self.app = board.app
         self.emulator = board.emulator
         self.credentials = board.credentials
 
@@ -63,10 +63,7 @@ async def send(board: Dashboard, exchange: dict[str, Any], job_id: str | None = 
 
 
 async def queue_job(board: Dashboard, job: str) -> str:
-    source = JOB_SOURCES[job]
-    if isinstance(source, tuple):  # queued by a REST v2 route in the lab: the same job, queued directly
-        return board.jobs.enqueue(source[0], sorted(board.emulator.state.sites))["job_id"]
-    response = await send(board, json.loads((EXCHANGES / f"{source}.json").read_text()))
+    response = await send(board, json.loads((EXCHANGES / f"{JOB_SOURCES[job]}.json").read_text()))
     assert response.status_code == 200, response.text
     return response.json()["job_id"]
 

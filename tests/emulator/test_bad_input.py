@@ -75,7 +75,9 @@ PATHS = [
     ("POST", "/users/import"),
     ("PUT", "/users/update-admin-password"),
     ("POST", "/time-tracker/tasks/add"),
-    ("GET", "/ssl-monitor/1"),
+    ("POST", "/ssl-monitor/1"),
+    ("GET", "/pro-reports/1/plugins"),
+    ("POST", "/time-tracker/tasks/add"),
 ]
 WRONG = {
     "slug": {"a": [1]},
@@ -103,6 +105,8 @@ async def test_no_route_answers_with_its_own_500(lab: InProcessEmulator, rw: htt
         attempts = [
             {"content": b"{broken", "headers": {"Content-Type": "application/json"}},
             {"json": [1, 2, 3]},
+            {"content": b"--zzz\r\ngarbage", "headers": {"Content-Type": "multipart/form-data; boundary=zzz"}},
+            {"content": b"\xff\xfe", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
             {"json": WRONG},
             {"params": {k: str(v) for k, v in WRONG.items()}},
             {"data": {"slug[": "x", "name": "", "active": "1", "permissions": "x,y"}},

@@ -154,3 +154,13 @@ async def test_namespace_changes_paths_codes_and_setting_names() -> None:
         assert set(lab.emulator.state.options) >= {"mainwp_rest_batch_items_limit", "mainwp_abilities_batch_threshold"}
         assert "mainwp/v2" in (await c.get("/")).json()["namespaces"]
     lab.close()
+
+
+async def test_users_import_accepts_a_csv_upload(rw: httpx.AsyncClient) -> None:
+    csv_text = "username,email,role,sites\ncarol,c@x.test,editor,1\n"
+    answer = await rw.post(
+        f"{NS}/users/import", files={"csv_file": ("users.csv", csv_text, "text/csv")}, data={"has_header": "1"}
+    )
+    assert answer.status_code == 200 and answer.json()["data"][0]["success"] == 1
+    users = (await rw.get(f"{NS}/users", params={"websites": "1", "search": "carol"})).json()["data"]
+    assert [u["role"] for u in users] == ["editor"]

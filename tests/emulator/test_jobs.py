@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -12,10 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 
 from emulator.config import EmulatorConfig
-from emulator.jobs import CHUNK_INTERVAL, EXPIRY, FIRST_RUN_DELAY, TIMEOUT
-from tests.emulator.abilities_harness import Dashboard, dashboard, run
+from emulator.jobs import CHUNK_INTERVAL, EXPIRY, FIRST_RUN_DELAY, TIMEOUT, child_outdated
+from emulator.testing import free_port
+from tests.emulator.abilities_harness import Dashboard, build_app, dashboard, run
 
 CONFIG = EmulatorConfig(namespace="svc", sites=450, seed=3, time_scale=0.001)
 STATUS = "svc/get-batch-job-status-v1"
@@ -123,7 +126,8 @@ async def test_a_450_site_job_runs_in_chunks_of_20_and_completes(board: Dashboar
     assert {e["code"] for e in done["errors"]} <= {"sync_failed"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", done["completed_at"])
     chunks = (450 + 19) // 20
-    assert board.emulator.capacity.operations["sync"] >= 450
+    outdated = sum(1 for s in board.emulator.state.sites.values() if child_outdated(s))
+    assert board.emulator.capacity.operations["sync"] == 450 - outdated
     assert len({s["processed"] for s in seen[first_processing:]}) <= chunks
 
 
@@ -243,3 +247,30 @@ async def test_capacity_bounds_concurrency_and_keeps_a_ledger() -> None:
     assert capacity.modelled_seconds == pytest.approx(10.0 * attempted)
     # two workers: the work cannot finish faster than total work / workers (a physical bound, not a speed target)
     assert elapsed >= capacity.lower_bound_seconds() * 0.95
+
+
+def test_a_job_runs_to_completion_behind_a_real_socket() -> None:
+    """uvicorn with the app's lifespan: the runner starts with the server and the job completes over HTTP."""
+    app = build_app(CONFIG)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    app_password = app.state.emulator.credentials("")["application_password"]
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/wp-json/wp-abilities/v1",
+                          auth=(app_password["username"], app_password["password"]), timeout=10) as client:
+            job_id = client.post("/abilities/svc/sync-sites-v1/run", json={"input": {}}).json()["job_id"]
+            status: dict[str, Any] = {}
+            while time.monotonic() < deadline + 10 and status.get("status") != "completed":
+                status = client.get("/abilities/svc/get-batch-job-status-v1/run",
+                                    params={"input[job_id]": job_id}).json()
+                time.sleep(0.02)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        app.state.emulator.state.close()
+    assert status["status"] == "completed" and status["processed"] == 450

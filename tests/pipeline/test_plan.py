@@ -154,3 +154,17 @@ def test_job_journal_lists_open_jobs_young_enough(tmp_path: Path):
     assert journal.open_jobs("update")[0].slugs == ["akismet/akismet.php"]
     journal.finish("update_a")
     assert journal.open_jobs("update") == []
+
+
+def test_items_covered_by_a_running_journalled_job_are_not_sent_again(tmp_path: Path):
+    from fleet.plan import PlanItem
+    from tasks.execute import reuse_running_jobs
+
+    journal = JobJournal(tmp_path / "state.sqlite")
+    journal.record(JournalEntry(job_id="update_1", run_id="crashed", kind="update", type=C,
+                                started_at=datetime.now(UTC), site_ids=[1, 2], slugs=["wordpress"]))
+    items = [PlanItem(site_id=i, type=C, slug="wordpress", decision=Decision.apply) for i in (1, 3)]
+    reused, remaining = reuse_running_jobs(items, C, journal)
+    assert [(r.job_id, r.reused, r.call.site_ids) for r in reused] == [("update_1", True, [1])]
+    assert [i.site_id for i in remaining] == [3]
+    assert reuse_running_jobs(items, P, journal) == ([], items)

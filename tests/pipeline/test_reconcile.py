@@ -140,3 +140,10 @@ def test_summary_accounts_for_every_detected_item():
     dry_summary = build_summary(plan=dry, attempted=[], jobs=[], cohorts=[], checks={}, clients=[], errors=[],
                                 finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
     assert dry_summary.items[0].rule == "dry_run" and "would update 1.0 -> 1.1" in dry_summary.items[0].reason
+
+
+def test_sites_with_partly_planned_translations_get_their_own_per_site_call():
+    items = [item(1, "woocommerce", UpdateType.translation), item(2, "woocommerce", UpdateType.translation)]
+    calls = plan_calls(items, UpdateType.translation, sites_per_call=10, per_site=[2])
+    assert [(c.site_ids, c.slugs, c.per_site) for c in calls] == [([2], ["woocommerce"], True),
+                                                                   ([1], ["woocommerce"], False)]

@@ -66,8 +66,12 @@ def _item(site: Site, kind: UpdateType, entry: tuple[str, str, str, str], outcom
     )  # fmt: skip
 
 
-def build_summary(night: date, *, seed: int = 7, updates: bool = True, run_id: str | None = None) -> Summary:
-    """One night of a small agency fleet. With `updates`, every outcome appears at least once."""
+def build_summary(
+    night: date, *, seed: int = 7, updates: bool = True, run_id: str | None = None, xss_probe: bool = True
+) -> Summary:
+    """One night of a small agency fleet. With `updates`, every outcome appears at least once; with `xss_probe`
+    one plugin is named like a script injection."""
+    plugins = PLUGINS if xss_probe else [p for p in PLUGINS if p[1] != XSS]
     rng = random.Random(f"{seed}-{night.isoformat()}")
     sites: list[Site] = []
     domains = [(client, *site) for client, named in CLIENTS.items() for site in named]
@@ -88,7 +92,7 @@ def build_summary(night: date, *, seed: int = 7, updates: bool = True, run_id: s
         weights = {Outcome.updated: 14, Outcome.failed: 2, Outcome.held: 1, Outcome.delayed: 1, Outcome.ignored: 1,
                    Outcome.excluded: 1, Outcome.unchanged: 1, Outcome.unknown: 1}  # fmt: skip
         for site in sites:
-            pending = [(UpdateType.plugin, p) for p in rng.sample(PLUGINS, rng.randint(2, 5))]
+            pending = [(UpdateType.plugin, p) for p in rng.sample(plugins, rng.randint(2, 5))]
             pending += [(UpdateType.theme, t) for t in rng.sample(THEMES, rng.randint(0, 1))]
             if rng.random() < 0.3:
                 pending.append((UpdateType.core, ("wordpress", "WordPress", "6.6.2", "6.7")))
@@ -130,17 +134,19 @@ def build_summary(night: date, *, seed: int = 7, updates: bool = True, run_id: s
     )
 
 
-def write_nights(base: Path, nights: int = 7, *, last: date = date(2026, 11, 21), seed: int = 7) -> list[Path]:
+def write_nights(
+    base: Path, nights: int = 7, *, last: date = date(2026, 11, 21), seed: int = 7, xss_probe: bool = True
+) -> list[Path]:
     """Write `nights` consecutive runs under `base`, oldest first; return their run directories."""
     run_dirs = []
     for back in range(nights - 1, -1, -1):
         night = last - timedelta(days=back)
         run_dir = base / f"{night.isoformat()}T02-00-00"
-        build_summary(night, seed=seed).write(run_dir)
+        build_summary(night, seed=seed, xss_probe=xss_probe).write(run_dir)
         run_dirs.append(run_dir)
     return run_dirs
 
 
 if __name__ == "__main__":
-    for path in write_nights(Path(sys.argv[1])):
+    for path in write_nights(Path(sys.argv[1]), xss_probe=False):
         print(path)

@@ -35,9 +35,9 @@ def rendered(nights: list[Path]) -> RenderedRun:
 
 @pytest.fixture
 def run_copy(rendered: RenderedRun, tmp_path: Path) -> RenderedRun:
-    """The rendered run in a private directory, so deliveries recorded into summary.json do not leak."""
-    run_dir = tmp_path / rendered.run_dir.name
-    shutil.copytree(rendered.run_dir, run_dir)
+    """The nights in a private directory, so deliveries recorded into summary.json do not leak between tests."""
+    shutil.copytree(rendered.run_dir.parent, tmp_path / "runs")
+    run_dir = tmp_path / "runs" / rendered.run_dir.name
     return RenderedRun(run_dir, rendered.summary, rendered.reports, rendered.files)
 
 

@@ -60,7 +60,8 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     prefect_harness, run_copy: RenderedRun, smtp_env: SmtpServer
 ):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, TaskRunFilter
+    from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.report import report
     from tasks.report import artifact_key
@@ -69,8 +70,10 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     assert result.ok and len(smtp_env.mailbox.received) == 4
     async with get_client() as client:
         key = artifact_key(run_copy.summary.run_id)
-        [artifact] = await client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
-                                                 limit=1)  # fmt: skip
+        [artifact] = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), flow_run_filter=FlowRunFilter(),
+            task_run_filter=TaskRunFilter(), sort=ArtifactSort.CREATED_DESC, limit=1,
+        )
     assert artifact.type == "markdown" and "](data:image/png;base64," in artifact.data
     assert "# Fleet maintenance report" in artifact.data
 

@@ -1,0 +1,92 @@
+"""An emulated dashboard on a real socket, with the pipeline's environment pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from emulator.config import EmulatorConfig
+from emulator.testing import EmulatorServer
+from fleet.plan import Plan
+from fleet.summary import Summary, UpdateType
+
+TRUTH_KEYS = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+class Dashboard:
+    """The emulator under test, and its ground truth (what is really installed, requests seen)."""
+
+    def __init__(self, server: EmulatorServer) -> None:
+        self.server = server
+        self.http = httpx.Client(base_url=server.root_url, timeout=30,
+                                 headers={"x-emulator-token": server.config.admin_token.get_secret_value()})
+
+    def truth(self) -> dict[str, Any]:
+        answer = self.http.get("/__emulator__/state")
+        answer.raise_for_status()
+        return answer.json()
+
+    def post(self, path: str, body: dict[str, Any]) -> None:
+        self.http.post(f"/__emulator__/{path}", json=body).raise_for_status()
+
+    def writes(self) -> dict[str, int]:
+        return {call: n for call, n in self.truth()["request_counts"].items() if call.startswith(WRITE_METHODS)}
+
+
+def installed(truth: dict[str, Any], site_id: int, type_: UpdateType, slug: str) -> str | None:
+    site = truth["sites"][str(site_id)]
+    if type_ is UpdateType.core:
+        return site["wp"]["version"]
+    entry = site[TRUTH_KEYS[type_]].get(slug)
+    return entry["version"] if entry else None
+
+
+def still_pending(truth: dict[str, Any], site_id: int, type_: UpdateType, slug: str) -> bool:
+    kinds = ("core", "wp") if type_ is UpdateType.core else (type_.value, TRUTH_KEYS[type_])
+    return any(u["slug"] == slug and u["type"] in kinds for u in truth["sites"][str(site_id)]["pending_updates"])
+
+
+def read_run(path: str) -> tuple[Summary, Plan]:
+    summary = Summary.read(Path(path))
+    plan = Plan.model_validate_json((Path(path).parent / "plan.json").read_text())
+    return summary, plan
+
+
+@pytest.fixture
+def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """`dashboard(sites=60, time_scale=0.001, ...)` starts an emulator and points FLEET_* at it."""
+    servers: list[EmulatorServer] = []
+
+    def start(**config: Any) -> Dashboard:
+        server = EmulatorServer(EmulatorConfig(**{"time_scale": 0.001, **config})).start()
+        servers.append(server)
+        from emulator.abilities.routes import abilities_routes  # TEMP until the lead mounts the abilities
+        if not any("wp-abilities" in getattr(r, "path", "") for r in server.app.router.routes):
+            server.app.router.routes[0:0] = abilities_routes(server.emulator)
+        credentials = server.credentials
+        env = {
+            "FLEET_BASE_URL": credentials["base_url"],
+            "FLEET_NAMESPACE": credentials["namespace"],
+            "FLEET_ABILITIES_URL": credentials["abilities_url"],
+            "FLEET_API_KEY": credentials["api_keys"]["read_write"],
+            "FLEET_ABILITIES_USER": credentials["application_password"]["username"],
+            "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
+            "FLEET_REPORT_DIR": str(tmp_path / "reports"),
+            "FLEET_JOB_POLL_SECONDS": "0.05",
+            "FLEET_STALL_AFTER_SECONDS": "5",
+            "FLEET_PROBE_SITES": "false",  # the emulated sites have no front end to probe
+            "FLEET_RETRY_INITIAL": "0.01",
+            "FLEET_RETRY_CAP": "0.05",
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return Dashboard(server)
+
+    yield start
+    for server in servers:
+        server.stop()

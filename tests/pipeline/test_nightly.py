@@ -1,0 +1,181 @@
+"""The nightly flow end to end, over real HTTP against the emulator, checked against its ground truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fleet.plan import Decision
+from fleet.summary import NOT_ATTEMPTED, Outcome, Selection, UpdateType
+from flows.nightly import nightly_maintenance
+from flows.update import update_fleet
+from tests.pipeline.conftest import installed, read_run, still_pending
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def keys(items) -> list[tuple[int, str, str]]:
+    return [(item.site_id, item.type.value, item.slug) for item in items]
+
+
+def assert_every_item_accounted(summary, plan) -> None:
+    assert sorted(keys(summary.items)) == sorted(keys(plan.items))
+    assert len(set(keys(summary.items))) == len(summary.items)
+    assert sum(summary.counts.by_outcome.values()) == len(summary.items)
+
+
+def assert_truth_agrees(summary, truth) -> None:
+    """Updated items are installed at their new version; items not attempted were never touched."""
+    for item in summary.items:
+        now = installed(truth, item.site_id, item.type, item.slug)
+        if item.outcome is Outcome.updated:
+            assert not still_pending(truth, item.site_id, item.type, item.slug), item
+            if item.type is not UpdateType.translation:
+                assert now == item.to_version, item
+        elif item.outcome in NOT_ATTEMPTED and item.from_version and item.type is not UpdateType.translation:
+            assert now == item.from_version, item
+
+
+async def test_nightly_over_60_sites_updates_everything_planned(dashboard):
+    emulator = dashboard(sites=60, seed=3)
+    summary, plan = read_run(await nightly_maintenance(selection=Selection()))
+    assert_every_item_accounted(summary, plan)
+    applied = {key for key, item in zip(keys(plan.items), plan.items, strict=True) if item.decision is Decision.apply}
+    assert applied, "the generated fleet has pending updates"
+    outcomes = {key: item.outcome for key, item in zip(keys(summary.items), summary.items, strict=True)}
+    assert {outcomes[key] for key in applied} == {Outcome.updated}
+    truth = emulator.truth()
+    assert_truth_agrees(summary, truth)
+    ignored = [item for item in summary.items if item.outcome is Outcome.ignored]
+    assert ignored and all(item.rule == "ignore_list" for item in ignored)
+    assert all(site.check is not None for site in summary.sites if site.updated)
+    unusable = {site.site_id for site in summary.sites if site.status != "online"}
+    on_unusable = {item.outcome for item in summary.items if item.site_id in unusable}
+    assert on_unusable <= {Outcome.skipped, Outcome.ignored}
+
+
+async def test_over_450_sites_the_batch_jobs_queue_and_the_sensor_waits(dashboard):
+    emulator = dashboard(sites=450, seed=5)
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(types=[UpdateType.core])))
+    assert summary.jobs, "a call over more than 200 sites must have queued"
+    for job in summary.jobs:
+        assert job.sites > 200 and job.status == "completed" and job.polls >= 2 and job.reason is None
+    core = [item for item in summary.items if item.type is UpdateType.core and item.rule is None]
+    assert core and {item.outcome for item in core} == {Outcome.updated}
+    others = {item.outcome for item in summary.items if item.type is not UpdateType.core}
+    assert others <= {Outcome.excluded, Outcome.skipped, Outcome.ignored}
+    assert_every_item_accounted(summary, plan)
+    assert_truth_agrees(summary, emulator.truth())
+
+
+async def test_realistic_faults_every_item_accounted(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=80, seed=11, faults="realistic")
+    truth = emulator.truth()
+    sites = truth["sites"]
+    online = [s for s in sites.values() if s["status"] == "connected" and s["pending_updates"]]
+    silent_site, failing_site, offline_site = online[0], online[1], online[2]
+    silent = next(u for u in silent_site["pending_updates"] if u["type"] == "plugin")
+    failing = next(u for u in failing_site["pending_updates"] if u["type"] == "plugin")
+    emulator.post("faults/items", {"site_id": silent_site["id"], "type": "plugin", "slug": silent["slug"],
+                                   "mode": "silent"})
+    emulator.post("faults/items", {"site_id": failing_site["id"], "type": "plugin", "slug": failing["slug"],
+                                   "mode": "fail"})
+    emulator.post("faults/reachable", {"site_id": offline_site["id"], "reachable": False})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("holds:\n  - {item: woocommerce, reason: checkout freeze}\n")
+
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), policy_file=str(policy)))
+
+    assert_every_item_accounted(summary, plan)
+    assert_truth_agrees(summary, emulator.truth())
+    by_key = {key: item for key, item in zip(keys(summary.items), summary.items, strict=True)}
+    assert by_key[(silent_site["id"], "plugin", silent["slug"])].outcome is Outcome.unchanged
+    assert by_key[(failing_site["id"], "plugin", failing["slug"])].outcome is Outcome.failed
+    assert {item.outcome for item in summary.items if item.site_id == offline_site["id"]} <= {
+        Outcome.skipped, Outcome.ignored}
+    held = [item for item in summary.items if item.outcome is Outcome.held]
+    assert held and all(item.reason == "held: checkout freeze" for item in held)
+
+
+async def test_dry_run_sends_no_write_request(dashboard):
+    emulator = dashboard(sites=30, seed=2)
+    before = emulator.writes()
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), dry_run=True))
+    assert emulator.writes() == before
+    assert summary.dry_run and summary.jobs == []
+    would = [item for item in summary.items if item.rule == "dry_run"]
+    assert len(would) == len(plan.to_apply()) > 0
+    assert all(item.outcome is Outcome.excluded and item.reason.startswith("dry run: would update") for item in would)
+
+
+def lower_threshold(emulator, monkeypatch, sites: int) -> None:
+    """Make calls over more than `sites` sites queue, so a small fleet exercises the batch jobs."""
+    emulator.post("options", {f"{emulator.server.config.namespace}_abilities_batch_threshold": sites})
+    monkeypatch.setenv("FLEET_BATCH_THRESHOLD", str(sites))
+
+
+async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch):
+    emulator = dashboard(sites=80, seed=7, time_scale=0.01)
+    lower_threshold(emulator, monkeypatch, 10)
+    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "0.3")  # the first run gives up while its job runs
+    first, _ = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
+    assert [job.status for job in first.jobs] == ["deadline"]
+    waiting = [item for item in first.items if item.outcome is Outcome.unknown]
+    assert waiting and all("batch job" in item.reason for item in waiting)
+    jobs_before = emulator.truth()["jobs"]
+
+    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "60")
+    second, second_plan = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
+    assert emulator.truth()["jobs"] == jobs_before, "no second update job was queued"
+    assert [job.id for job in second.jobs] == [job.id for job in first.jobs]
+    assert {item.outcome for item in second.items if item.type is UpdateType.core and item.rule is None} == {
+        Outcome.updated}
+    updated_first = {(i.site_id, i.slug) for i in first.items if i.outcome is Outcome.updated}
+    assert not updated_first & {(i.site_id, i.slug) for i in second_plan.items}
+
+
+async def test_failing_canary_cohort_stops_the_rollout(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=40, seed=13)
+    truth = emulator.truth()
+    canary = next(s for s in truth["sites"].values() if s["status"] == "connected"
+                  and any(u["type"] == "plugin" for u in s["pending_updates"]))
+    broken = next(u for u in canary["pending_updates"] if u["type"] == "plugin")
+    emulator.post("faults/items", {"site_id": canary["id"], "type": "plugin", "slug": broken["slug"], "mode": "fail"})
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[rollout]\ncohorts = ["site:{canary["id"]}", "rest"]\nfailure_budget = 0\n')
+
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), policy_file=str(policy)))
+
+    assert [(c.name, c.status) for c in summary.cohorts] == [(f"site:{canary['id']}", "stopped"),
+                                                              ("rest", "not_started")]
+    assert "failure budget" in summary.cohorts[0].reason
+    rest = [item for item in summary.items if item.rule == "rollout"]
+    assert rest and all(item.outcome is Outcome.excluded and "cohort" in item.reason for item in rest)
+    assert {item.site_id for item in summary.items if item.outcome is Outcome.updated} <= {canary["id"]}
+    assert_truth_agrees(summary, emulator.truth())
+    assert_every_item_accounted(summary, plan)
+
+
+@pytest.mark.parametrize(
+    ("faults", "stall_after", "ending", "words"),
+    [
+        ({"stuck_job_rate": 1.0}, "1", "never_started", "WP-Cron"),
+        ({"slow_job_rate": 1.0}, "30", "failed", "timed out"),
+    ],
+)
+async def test_stuck_and_timed_out_jobs_end_with_clear_reasons(dashboard, tmp_path: Path, monkeypatch,
+                                                              faults, stall_after, ending, words):
+    profile = tmp_path / "faults.yaml"
+    profile.write_text("".join(f"{name}: {value}\n" for name, value in faults.items()))
+    emulator = dashboard(sites=80, seed=17, time_scale=0.0002, faults=str(profile))
+    lower_threshold(emulator, monkeypatch, 10)
+    monkeypatch.setenv("FLEET_STALL_AFTER_SECONDS", stall_after)
+    summary, plan = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
+    assert summary.jobs and {job.status for job in summary.jobs} == {ending}
+    assert all(words in (job.reason or "") for job in summary.jobs)
+    waited = [item for item in summary.items if item.type is UpdateType.core and item.rule is None
+              and item.outcome is not Outcome.updated]
+    assert waited and {item.outcome for item in waited} == {Outcome.unknown}
+    assert all(words in item.reason for item in waited)
+    assert_every_item_accounted(summary, plan)
