@@ -1,5 +1,5 @@
-"""ASGI assembly: the WordPress REST index, REST v2, legacy v1, the ground-truth routes and (mounted by the
-lead) the Abilities interface and the fault middleware."""
+"""ASGI assembly: the WordPress REST index, REST v2, legacy v1, the ground-truth routes and the
+Abilities interface with its background jobs, and the fault middleware."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from emulator.abilities import mount_abilities
 from emulator.auth import credentials
 from emulator.capacity import Capacity
 from emulator.clock import Clock
 from emulator.config import EmulatorConfig
 from emulator.dispatch import dispatch, json_response
+from emulator.faults import install_faults
 from emulator.ground_truth import ground_truth_routes
 from emulator.operations import SiteOperations
 from emulator.rest import RestRoutes, no_route
@@ -43,8 +45,10 @@ class Emulator:
 
 
 def build_emulator(config: EmulatorConfig, state: FleetState | None = None) -> Emulator:
-    state = state or FleetState.open(config)
     clock = Clock(config.time_scale)
+    if state is None:
+        state = FleetState.open(config, clock.now())
+    state.now = clock.now
     capacity = Capacity(clock, config.workers, config.work_seconds)
     return Emulator(
         config, state, clock, capacity, SiteOperations(state, capacity), build_v2_routes(), build_v1_routes()
@@ -86,7 +90,7 @@ def namespace_index(emulator: Emulator, version: str) -> dict[str, Any]:
     for route in routes.routes:
         if route.module is not None and route.module not in emulator.config.modules:
             continue
-        path = f"/{ns}/{version}{route.pattern.pattern[:-3]}"
+        path = f"/{ns}/{version}{route.label}"
         entry = listing.setdefault(path, {"namespace": f"{ns}/{version}", "methods": [], "endpoints": []})
         entry["methods"] = sorted(set(entry["methods"]) | set(route.methods))
         entry["endpoints"].append({"methods": sorted(route.methods), "args": {}})
@@ -122,8 +126,6 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     ]
     app = Starlette(routes=routes)
     app.state.emulator = emulator
-    # ---- PART 2 (lead): mount here. Both need `app.state.emulator` (set above); the abilities routes insert
-    # themselves before the `/wp-json` catch-all and join the lifespan (background jobs):
-    #     mount_abilities(app)   # from emulator.abilities
-    #     install_faults(app)    # from emulator.faults
+    mount_abilities(app)  # inserts itself before the catch-all; its job runner joins the lifespan
+    install_faults(app)
     return app

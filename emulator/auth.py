@@ -8,7 +8,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from emulator.state import FleetState
 
 APP_USER = "admin"
-V2_PERMISSIONS = {"read": "read", "write": "write", "read,write": "read_write", "write,read": "read_write"}
+V2_PERMISSIONS = {"read": "read", "write": "write", "read,write": "read_write", "both": "read_write"}
 PERMISSION_LABELS = {
     "read": ["Read"],
     "write": ["Write & Delete"],
@@ -220,21 +219,8 @@ def authenticate_v2(state: FleetState, method: str, headers: Mapping[str, str], 
         raise AuthFailure(f"{ns}_rest_authentication_error", "You are not authenticated.")
     key = check_api_key(state, *pair)
     check_method(state, key, method)
-    key.last_access = time.time()
+    key.last_access = state.now()
     return key
-
-
-def authenticate_bearer(state: FleetState, authorization: str) -> ApiKey | None:
-    """For the Abilities interface when it accepts the v2 Bearer token: the enabled key, or None."""
-    if not authorization.lower().startswith("bearer "):
-        return None
-    secret, sep, key = authorization[7:].strip().partition("==")
-    if not sep:
-        return None
-    try:
-        return check_api_key(state, "ck_" + key, "cs_" + secret)
-    except AuthFailure:
-        return None
 
 
 V1_ERROR = (

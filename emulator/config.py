@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 EXTENSION_MODULES = ("ssl-monitor", "domain-monitor", "lighthouse", "pro-reports", "time-tracker")
 CORE_MODULES = ("cost-tracker", "logs")
@@ -30,10 +30,13 @@ class EmulatorConfig(BaseModel):
     abilities_accept_bearer: bool = True
     admin_token: SecretStr = Field(default_factory=lambda: SecretStr(secrets.token_hex(16)))
 
-    def model_post_init(self, _context: object) -> None:
-        unknown = set(self.modules) - set(ALL_MODULES)
+    @field_validator("modules")
+    @classmethod
+    def _known_modules(cls, modules: frozenset[str]) -> frozenset[str]:
+        unknown = set(modules) - set(ALL_MODULES)
         if unknown:
             raise ValueError(f"unknown modules {sorted(unknown)}; known: {', '.join(ALL_MODULES)}")
+        return modules
 
     @property
     def ns(self) -> str:

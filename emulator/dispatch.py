@@ -50,7 +50,7 @@ async def dispatch(emulator: Emulator, request: Request, version: str, rest_path
             raise no_route()
         route, path_params = matched
         form, json_body = parse_body(headers.get("content-type", ""), await request.body())
-        state.request_counts[f"{method} /{emulator.config.namespace}/{version}{route.pattern.pattern[:-3]}"] += 1
+        state.request_counts[f"{method} /{emulator.config.namespace}/{version}{route.label}"] += 1
         rest_request = RestRequest(
             emulator,
             method,

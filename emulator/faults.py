@@ -18,10 +18,11 @@ import json
 import logging
 import math
 import random
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -54,6 +55,11 @@ class FaultProfile(BaseModel):
     silent_failure_rate: float = Field(0.0, ge=0, le=1)
     stuck_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs whose cron never fires")
     slow_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs slowed until the 4 h timeout")
+
+    @property
+    def is_inert(self) -> bool:
+        """Nothing to inject per request."""
+        return self.latency_median_ms == 0 and self.error_rate + self.throttle_rate + self.drop_rate == 0
 
     def model_post_init(self, _context: object) -> None:
         if self.error_rate + self.throttle_rate + self.drop_rate > 1:
@@ -131,7 +137,7 @@ class FaultController:
         self._requests = random.Random(f"{self.seed}:requests:{self.profile.name}")
         self._jobs = random.Random(f"{self.seed}:jobs:{self.profile.name}")
         self.counts: Counter[str] = Counter()
-        self.latencies_ms: list[float] = []
+        self.latencies_ms: deque[float] = deque(maxlen=100_000)  # the latest samples, for the percentiles
 
     def switch(self, profile: FaultProfile) -> None:
         """Replace the profile at run time: undo the fleet effects of the old one, apply the new one."""
@@ -246,8 +252,9 @@ def fault_controller(emulator: Emulator) -> FaultController:
 # ---- HTTP -----------------------------------------------------------------------------------------------------
 
 
-class DroppedConnection(ConnectionResetError):
-    """Raised after a started answer to cut the connection (a real server closes the socket mid-response)."""
+class DroppedConnection(httpx.RemoteProtocolError):
+    """Raised after a started answer to cut the connection: uvicorn closes the socket mid-response, and an
+    in-process client (`httpx.ASGITransport`) sees the same `httpx.RemoteProtocolError` a socket client would."""
 
 
 _THROTTLE_BODY = {"code": "rest_too_many_requests", "message": "Too many requests. Please try again later.",
@@ -276,7 +283,7 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         controller = fault_controller(self.emulator)
-        if controller.profile.name == "none":
+        if controller.profile.is_inert:
             await self.app(scope, receive, send)
             return
         latency, outcome, status = controller.decide_request()

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from emulator.clock import Clock, iso_utc
+from emulator.faults import fault_controller
 from emulator.operations import SiteOperations, SiteSuspended, SiteUnavailable
 from emulator.records import ItemType, Site
 from emulator.state import FleetState
@@ -70,7 +71,7 @@ class BatchJobs:
         self.operations = operations
         self.clock = clock
         self.pick_fault = pick_fault
-        self.on_enqueue: Callable[[], None] | None = None
+        self.on_change: Callable[[], None] | None = None  # wakes the runner: a job was queued or a run ended
         self._running: dict[str, asyncio.Task[None]] = {}
 
     # ---- settings ------------------------------------------------------------------------------------------
@@ -119,8 +120,8 @@ class BatchJobs:
             "updated": now,
         }
         self.state.save_job(job["job_id"], job)
-        if self.on_enqueue is not None:
-            self.on_enqueue()
+        if self.on_change is not None:
+            self.on_change()
         return job
 
     def get(self, job_id: str) -> dict[str, Any] | None:
@@ -179,7 +180,12 @@ class BatchJobs:
             job_id = job["job_id"]
             task = asyncio.create_task(self._guarded_run(job_id), name=f"batch-job {job_id}")
             self._running[job_id] = task
-            task.add_done_callback(lambda _t, jid=job_id: self._running.pop(jid, None))
+            task.add_done_callback(lambda _t, jid=job_id: self._run_ended(jid))
+
+    def _run_ended(self, job_id: str) -> None:
+        self._running.pop(job_id, None)
+        if self.on_change is not None:
+            self.on_change()
 
     async def cancel_running(self) -> None:
         tasks = list(self._running.values())
@@ -289,8 +295,8 @@ class JobRunner:
 
     IDLE_WAKE_SECONDS = 0.05
 
-    def __init__(self, jobs: BatchJobs) -> None:
-        self.jobs = jobs
+    def __init__(self, emulator: Emulator) -> None:
+        self.jobs = batch_jobs(emulator)
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
 
@@ -298,11 +304,11 @@ class JobRunner:
         if self._task is not None and not self._task.done():
             return
         self._wake = asyncio.Event()
-        self.jobs.on_enqueue = self._wake.set
+        self.jobs.on_change = self._wake.set
         self._task = asyncio.create_task(self._loop(), name="batch-job-runner")
 
     async def stop(self) -> None:
-        self.jobs.on_enqueue = None
+        self.jobs.on_change = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -328,8 +334,6 @@ def batch_jobs(emulator: Emulator) -> BatchJobs:
     """The emulator's job service (one per emulator), with the fault profile deciding stuck and slow jobs."""
     jobs = emulator.extras.get("batch_jobs")
     if jobs is None:
-        from emulator.faults import fault_controller
-
         controller = fault_controller(emulator)
         jobs = BatchJobs(emulator.state, emulator.operations, emulator.clock, controller.pick_job_fault)
         emulator.extras["batch_jobs"] = jobs
@@ -339,7 +343,7 @@ def batch_jobs(emulator: Emulator) -> BatchJobs:
 @contextlib.asynccontextmanager
 async def running_jobs(emulator: Emulator) -> AsyncIterator[JobRunner]:
     """The job runner for the length of an app's lifespan."""
-    runner = JobRunner(batch_jobs(emulator))
+    runner = JobRunner(emulator)
     runner.start()
     try:
         yield runner

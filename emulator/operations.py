@@ -7,7 +7,6 @@ Every operation that talks to a child occupies a dashboard worker for its modell
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -106,7 +105,7 @@ class SiteOperations:
             for item in items.values():
                 item.known_version, item.known_offer = item.version, item.offer
         site.sync_errors = ""
-        site.last_sync = time.time()
+        site.last_sync = self.state.now()
         site.offline_check_result = 1
         self.state.save_site(site)
         return SyncResult(site, True)
@@ -119,7 +118,7 @@ class SiteOperations:
         await self.capacity.work("check")
         online = site.reachable and 200 <= site.http_code < 300
         site.offline_check_result = 1 if online else -1
-        site.last_check = time.time()
+        site.last_check = self.state.now()
         self.state.save_site(site)
         return CheckResult(site, online, site.http_code if site.reachable else 0, site.response_ms)
 
@@ -254,7 +253,7 @@ class SiteOperations:
             return False
         site.child_connected = True
         site.sync_errors = ""
-        site.last_sync = time.time()
+        site.last_sync = self.state.now()
         self.state.save_site(site)
         return True
 

@@ -138,6 +138,13 @@ class RestRequest:
             return str(value)
         raise invalid_param(name, f"{name} is not of type string.", "rest_invalid_type")
 
+    def optional_text(self, name: str) -> str | None:
+        """A scalar parameter as text, None when absent or empty; an array or object is a 400."""
+        value = self.get(name)
+        if value is None or value == "":
+            return None
+        return self.text(name)
+
     def integer(
         self, name: str, default: int | None = None, minimum: int | None = None, maximum: int | None = None
     ) -> int | None:
@@ -209,6 +216,30 @@ class Route:
     pattern: re.Pattern[str]
     handler: Handler
     module: str | None
+    label: str  # the pattern written as a path template: `/sites/{id_domain}/sync`
+
+
+def path_template(pattern: str) -> str:
+    """`/sites/(?P<id_domain>[a-z(]+)/sync` -> `/sites/{id_domain}/sync` (named groups become placeholders)."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("(?P<", i):
+            name = pattern[i + 4 : pattern.index(">", i)]
+            depth, j = 0, i
+            while j < len(pattern):
+                if pattern[j] == "\\":
+                    j += 2
+                    continue
+                depth += {"(": 1, ")": -1}.get(pattern[j], 0)
+                j += 1
+                if depth == 0:
+                    break
+            out.append("{" + name + "}")
+            i = j
+        else:
+            out.append(pattern[i])
+            i += 1
+    return "".join(out).replace("\\", "")
 
 
 class RestRoutes:
@@ -219,7 +250,8 @@ class RestRoutes:
 
     def add(self, methods: str, pattern: str, module: str | None = None) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            self.routes.append(Route(frozenset(methods.split(",")), re.compile(pattern + r"/?"), handler, module))
+            compiled = re.compile(pattern + r"/?")
+            self.routes.append(Route(frozenset(methods.split(",")), compiled, handler, module, path_template(pattern)))
             return handler
 
         return register

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -88,8 +89,10 @@ class FleetState:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.tool_jobs: dict[str, dict[str, Any]] = {}
         self._records: dict[str, dict[str, Any]] = {}
+        self.view_cache: dict[int, dict[str, Any]] = {}  # encoded REST views, dropped whenever a site is saved
         self.meta: dict[str, Any] = {}
         self.request_counts: Counter[str] = Counter()
+        self.now: Callable[[], float] = time.time  # the dashboard's clock; `build_emulator` sets `Clock.now`
 
     # ---- opening -------------------------------------------------------------------------------------------
 
@@ -99,7 +102,7 @@ class FleetState:
         store = RecordStore(config.db)
         state = cls(config, store)
         if store.is_empty():
-            state._generate(time.time() if now is None else now)
+            state._generate(state.now() if now is None else now)
         else:
             state._load()
         return state
@@ -119,6 +122,7 @@ class FleetState:
         self.options = {
             self.config.name("rest_batch_items_limit"): 100,
             self.config.name("abilities_batch_threshold"): 200,
+            self.config.name("abilities_cron_chunk_size"): 20,
             self.config.name("enable_legacy_rest_api"): 1,
             "last_time_start_batch_updates": "",
         }
@@ -172,9 +176,13 @@ class FleetState:
         self.store.put("meta", "meta", self.meta)
 
     def save_site(self, site: Site) -> None:
+        """Persist a changed site. Every change to a site must end here (the REST views are cached until then)."""
+        self.view_cache.pop(site.id, None)
         self.store.put("site", site.id, site.to_row())
 
     def save_sites(self, sites: list[Site]) -> None:
+        for site in sites:
+            self.view_cache.pop(site.id, None)
         self.store.put_many("site", ((s.id, s.to_row()) for s in sites))
 
     def save_tag(self, tag: Tag) -> None:
@@ -226,7 +234,7 @@ class FleetState:
 
     def records(self, kind: str) -> dict[str, Any]:
         """Any other persisted collection (e.g. time-tracker tasks), loaded on first use; change it through
-        `save_record` / `delete_record`."""
+        `save_record`."""
         if kind not in self._records:
             self._records[kind] = self.store.load(f"x:{kind}")
         return self._records[kind]
@@ -234,10 +242,6 @@ class FleetState:
     def save_record(self, kind: str, key: str, data: Any) -> None:
         self.records(kind)[key] = data
         self.store.put(f"x:{kind}", key, data)
-
-    def delete_record(self, kind: str, key: str) -> None:
-        self.records(kind).pop(key, None)
-        self.store.delete(f"x:{kind}", key)
 
     def _index_site(self, site: Site) -> None:
         self.sites[site.id] = site
@@ -311,7 +315,7 @@ class FleetState:
         now: float | None = None,
     ) -> Site:
         """Add a freshly connected child site: no plugins beyond the child, synced now."""
-        when = time.time() if now is None else now
+        when = self.now() if now is None else now
         site = Site(
             id=self.next_id("site", self.sites),
             name=name,
@@ -342,6 +346,7 @@ class FleetState:
 
     def remove_site(self, site: Site) -> None:
         self.sites.pop(site.id, None)
+        self.view_cache.pop(site.id, None)
         self._domains.pop(normalise_domain(site.url), None)
         self.store.delete("site", site.id)
 
@@ -596,7 +601,7 @@ class FleetState:
         return clients
 
     def add_client(self, name: str, **fields: Any) -> Client:
-        client = Client(id=self.next_id("client", self.clients), name=name, created=time.time(), **fields)
+        client = Client(id=self.next_id("client", self.clients), name=name, created=self.now(), **fields)
         self.clients[client.id] = client
         self.save_client(client)
         return client
@@ -623,9 +628,6 @@ class FleetState:
 
     def client_sites(self, client: Client) -> list[Site]:
         return [s for s in self.sites.values() if s.client_id == client.id]
-
-    def client_tag_ids(self, client: Client) -> set[int]:
-        return {t for s in self.client_sites(client) for t in s.tag_ids}
 
     # ---- costs ---------------------------------------------------------------------------------------------
 

@@ -134,8 +134,9 @@ class InProcessEmulator:
         await self._lifespan.__aenter__()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._lifespan is not None:
             await self._lifespan.__aexit__(exc_type, exc, tb)
             self._lifespan = None

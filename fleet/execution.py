@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -70,27 +70,43 @@ def split_evenly(values: list[int], limit: int) -> list[list[int]]:
 
 
 def plan_calls(
-    items: Iterable[PlanItem], type_: UpdateType, sites_per_call: int, per_site: Iterable[int] = ()
+    items: Iterable[PlanItem],
+    type_: UpdateType,
+    sites_per_call: int,
+    untouchable: Mapping[int, Iterable[str]] | None = None,
 ) -> list[UpdateCall]:
-    """Group the sites whose planned slugs of `type_` are identical; never an empty slug list.
+    """The calls that apply exactly the planned items of one type; never an empty slug list.
 
-    Sites in `per_site` get a call of their own on the per-site route, which updates only the named slugs:
-    a batch job applies a site's translations without the slug filter, so a site where only some of its
-    translations are planned must not be in one.
+    A call's slug filter applies to every site in it, so a site may only join a call whose filter holds none
+    of its `untouchable` slugs (items of this type it has pending or ignored that are not planned):
+    - "clean" sites (nothing untouchable) share one call whose filter is the union of their planned slugs;
+    - other sites join it when their planned slugs are in that union and nothing untouchable is; the rest
+      are grouped by identical planned slugs;
+    - translations are not filtered by slug in a batch job, so a site with untouchable translations gets a
+      call of its own on the per-site route, which updates only the named slugs.
     """
-    slugs_by_site: dict[int, set[str]] = defaultdict(set)
+    planned: dict[int, set[str]] = defaultdict(set)
     for item in items:
         if item.type is type_:
-            slugs_by_site[item.site_id].add(item.slug)
-    alone = set(per_site)
-    calls = [
-        UpdateCall(type=type_, site_ids=[site_id], slugs=sorted(slugs_by_site[site_id]), per_site=True)
-        for site_id in sorted(alone & slugs_by_site.keys())
-    ]
+            planned[item.site_id].add(item.slug)
+    keep = {site_id: set(slugs) for site_id, slugs in (untouchable or {}).items() if slugs}
+    calls = []
+    shared: list[int] = []
+    union: set[str] = set()
+    for site_id in sorted(planned):
+        if site_id not in keep:
+            shared.append(site_id)
+            union |= planned[site_id]
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for site_id, slugs in slugs_by_site.items():
-        if site_id not in alone:
-            groups[tuple(sorted(slugs))].append(site_id)
+    for site_id in sorted(planned.keys() & keep.keys()):
+        if type_ is UpdateType.translation:
+            calls.append(UpdateCall(type=type_, site_ids=[site_id], slugs=sorted(planned[site_id]), per_site=True))
+        elif planned[site_id] <= union and not keep[site_id] & union:
+            shared.append(site_id)
+        else:
+            groups[tuple(sorted(planned[site_id]))].append(site_id)
+    if shared:
+        groups[tuple(sorted(union))] += shared
     for slugs, site_ids in sorted(groups.items(), key=lambda group: -len(group[1])):
         for part in split_evenly(sorted(site_ids), sites_per_call):
             calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))

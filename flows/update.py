@@ -7,12 +7,13 @@ core) -> sensor on queued jobs -> checks -> reconcile -> summary.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
@@ -25,7 +26,7 @@ from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
-from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck, Summary, UpdateType
+from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck, Summary
 from flows.sync import open_dashboard, run_in_chunks, select_fleet, sync_selected
 from tasks.checks import check_sites_task
 from tasks.detect import detect_updates_task
@@ -74,15 +75,17 @@ async def update_type(
     typed = [item for item in items if item.type is type_]
     site_ids = sorted({item.site_id for item in typed})
     by_site = {site.id: site for site in plan.sites}
-    partial = set()
-    if type_ is UpdateType.translation:  # batch jobs do not filter translations by slug
-        partial = {i.site_id for i in plan.items if i.type is type_ and i.decision is not Decision.apply}
+    untouchable: dict[int, list[str]] = defaultdict(list)
+    for item in plan.items:
+        if item.type is type_ and item.decision is not Decision.apply:
+            untouchable[item.site_id].append(item.slug)
 
     def execute(chunk: list[int], share: PipelineSettings, label: str):
         wanted = set(chunk)
         return execute_updates_task(client, quote([i for i in typed if i.site_id in wanted]), type_,
                                     quote([by_site[s] for s in chunk]), plan.run_id, share,
-                                    per_site=quote(sorted(partial & wanted)), label=label)
+                                    untouchable=quote({s: untouchable[s] for s in chunk if s in untouchable}),
+                                    label=label)
 
     calls = [call for chunk in await run_in_chunks(execute, site_ids, settings) for call in chunk]
     queued = {call.job_id: call.call.site_ids for call in calls if call.job_id}
@@ -121,7 +124,8 @@ async def run_cohort(
     )
     failures = {site_id: failure for part in resynced for site_id, failure in part.items()}
     after = await detect_updates_task(client, quote(sorted(worked_on)))
-    result.items = reconcile_task(quote(items), quote(sites), quote(calls), quote(result.jobs), quote(failures), quote(after))
+    result.items = reconcile_task(quote(items), quote(sites), quote(calls), quote(result.jobs), quote(failures),
+                                  quote(after))
     return result
 
 
@@ -145,11 +149,17 @@ async def maintain_fleet(
         if not dry_run:  # a sync is a write request; a dry run plans from the dashboard's last sync
             sites = await sync_selected(client, sites, settings)
         ids = [site.id for site in sites]
-        pending, ignored = await asyncio.gather(detect_updates_task(client, quote(ids)), load_ignores_task(client, quote(ids)))
+        pending, ignored = await asyncio.gather(
+            detect_updates_task(client, quote(ids)), load_ignores_task(client, quote(ids))
+        )
         plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
                                  ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
                                  settings=settings)
         plan = finalise_plan_task(quote(plan), policy.rollout, run_dir)
+        logger = get_run_logger()
+        decided = Counter(item.decision.value for item in plan.items)
+        logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
+                    ", ".join(f"{count} {decision}" for decision, count in decided.most_common()))
         attempted: list[Item] = []
         jobs: list[JobOutcome] = []
         checks: dict[int, SiteCheck] = {}
@@ -167,6 +177,8 @@ async def maintain_fleet(
             checks |= result.checks
             verdict = judge_cohort(cohort, len(failed_sites(result.items, result.checks)))
             cohorts.append(verdict)
+            logger.info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
+                        verdict.status)
             if verdict.status == "stopped":
                 cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
                 break

@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
-from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid
+from email.utils import format_datetime, make_msgid, parseaddr
 from pathlib import Path
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -38,6 +37,13 @@ class _Attempt:
 
     pending: list[str]
     answers: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    unreachable: bool = False  # the last try could not talk to the server at all
+
+
+@dataclass
+class SendResult:
+    deliveries: list[Delivery]
+    unreachable: bool  # the server could not be reached: later messages should not wait out every retry
 
 
 _STAGES = {
@@ -78,11 +84,10 @@ def build_message(
     return message
 
 
-def _domain(address: str) -> str:
-    try:
-        return Address(addr_spec=address).domain or "localhost"
-    except (ValueError, IndexError):
-        return "localhost"
+def _domain(sender: str) -> str:
+    """The sender's domain for the Message-ID (`Fleet reports <reports@agency.example>` -> agency.example)."""
+    address = parseaddr(sender)[1]
+    return address.rpartition("@")[2] if "@" in address else "localhost"
 
 
 def _tls_context(settings: MailSettings) -> ssl.SSLContext:
@@ -151,7 +156,9 @@ def _send_once(settings: MailSettings, outgoing: Outgoing, attempt: _Attempt) ->
     except (smtplib.SMTPException, OSError) as exc:  # connection refused, dropped, TLS failure, timeout
         answer = f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no detail'}"
         _settle(attempt, attempt.pending, answer)
+        attempt.unreachable = True
         raise TransientSmtpError(answer) from None
+    attempt.unreachable = False
     attempt.pending = temporary
     if temporary:
         raise TransientSmtpError(f"temporarily refused: {', '.join(temporary)}")
@@ -162,11 +169,11 @@ def _settle(attempt: _Attempt, recipients: list[str], answer: str) -> None:
         attempt.answers[recipient] = (False, answer)
 
 
-def send(settings: MailSettings, outgoing: Outgoing) -> list[Delivery]:
+def send(settings: MailSettings, outgoing: Outgoing, *, attempts: int | None = None) -> SendResult:
     """Deliver one message, retrying transient failures with exponential backoff; one Delivery per recipient."""
     attempt = _Attempt(pending=list(outgoing.recipients))
     retrying = Retrying(
-        stop=stop_after_attempt(settings.smtp_attempts),
+        stop=stop_after_attempt(attempts or settings.smtp_attempts),
         wait=wait_exponential(multiplier=settings.smtp_retry_wait, max=60),
         retry=retry_if_exception_type(TransientSmtpError),
         reraise=False,
@@ -176,11 +183,13 @@ def send(settings: MailSettings, outgoing: Outgoing) -> list[Delivery]:
             with try_:
                 _send_once(settings, outgoing, attempt)
     except RetryError as exc:  # the last attempt's answers are already recorded per recipient
-        log.warning("report %r: giving up after %d attempts: %s", outgoing.report, settings.smtp_attempts, exc)
-    return [
+        tries = retrying.statistics.get("attempt_number", 0)
+        log.warning("report %r: giving up after %d tries: %s", outgoing.report, tries, exc.last_attempt.exception())
+    deliveries = [
         Delivery(report=outgoing.report, recipient=recipient, accepted=accepted, answer=answer)
         for recipient, (accepted, answer) in attempt.answers.items()
     ]
+    return SendResult(deliveries, attempt.unreachable)
 
 
 def write_eml(outgoing: Outgoing, directory: Path, why: str) -> list[Delivery]:

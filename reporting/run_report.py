@@ -173,6 +173,7 @@ def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Deliv
     not mailed about dry runs: those reports stay in RUN_DIR/report/ for the operator.
     """
     deliveries: list[Delivery] = []
+    attempts = settings.smtp_attempts  # down to one try per message once the server proved unreachable
     for report in rendered.reports:
         if rendered.summary.dry_run and report.name != OPERATOR:
             continue
@@ -187,7 +188,9 @@ def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Deliv
         if not settings.configured:
             deliveries += write_eml(outgoing, rendered.run_dir, "no SMTP host configured (FLEET_SMTP_HOST)")
         elif recipients:
-            deliveries += send(settings, outgoing)
+            sent = send(settings, outgoing, attempts=attempts)
+            deliveries += sent.deliveries
+            attempts = 1 if sent.unreachable else settings.smtp_attempts
         elif report.name == OPERATOR:
             deliveries.append(
                 Delivery(report=OPERATOR, recipient="", accepted=False, answer="not sent: FLEET_REPORT_TO is empty")

@@ -61,11 +61,11 @@ async def execute_updates(
     sites: list[SiteRecord],
     run_id: str,
     settings: PipelineSettings,
-    per_site: list[int] | None = None,
+    untouchable: dict[int, list[str]] | None = None,
 ) -> list[CallResult]:
     """Send the update calls of one type; queued jobs come back with their id for the sensor.
 
-    `per_site`: sites whose call must go through the per-site route (see `plan_calls`).
+    `untouchable`: per site, the slugs of this type it has pending or ignored that are not planned.
     """
     journal = JobJournal(settings.state_path)
     reused, remaining = reuse_running_jobs([item for item in items if item.type is type_], type_, journal)
@@ -95,7 +95,7 @@ async def execute_updates(
             return CallResult(call=call, job_id=start.job_id, reports=refused)
         return CallResult(call=call, reports=refused + (reports_from_run(start.result) if start.result else []))
 
-    calls = plan_calls(remaining, type_, settings.sites_per_job, per_site or ())
+    calls = plan_calls(remaining, type_, settings.sites_per_job, untouchable)
     return reused + await fan_out(calls, send, settings.concurrency)
 
 
@@ -107,7 +107,7 @@ async def execute_updates_task(
     sites: list[SiteRecord],
     run_id: str,
     settings: PipelineSettings,
-    per_site: list[int] | None = None,
+    untouchable: dict[int, list[str]] | None = None,
     label: str = "all",
 ) -> list[CallResult]:
-    return await execute_updates(client, items, type_, sites, run_id, settings, per_site)
+    return await execute_updates(client, items, type_, sites, run_id, settings, untouchable)

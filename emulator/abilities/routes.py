@@ -194,7 +194,19 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
         return json_answer(ability.describe() | {"_links": ability_links(site_root + ROOT, ability)},
                            headers={"Allow": "GET"})
 
+    async def namespace_index(request: Request) -> Response:
+        root = _site_root(request) + "/wp-json"
+        paths = ("", "/abilities", "/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+)",
+                 "/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+?)/run", "/categories", "/categories/(?P<slug>[a-z0-9-]+)")
+        routes = {f"/wp-abilities/v1{p}": {"namespace": "wp-abilities/v1",
+                                           "methods": ["GET", "POST", "DELETE"] if p.endswith("/run") else ["GET"]}
+                  for p in paths}
+        return json_answer({"namespace": "wp-abilities/v1", "routes": routes,
+                            "_links": {"up": [{"href": root + "/"}]}})
+
     return [
+        Route(ROOT, namespace_index, methods=["GET"]),
+        Route(ROOT + "/", namespace_index, methods=["GET"]),
         Route(f"{ROOT}/abilities", list_abilities, methods=["GET"]),
         Route(f"{ROOT}/abilities/{{path:path}}", ability_or_run, methods=["GET", "POST", "DELETE", "PUT", "PATCH"]),
         Route(f"{ROOT}/categories", list_categories, methods=["GET"]),

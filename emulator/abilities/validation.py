@@ -144,10 +144,21 @@ WordPressValidator = validators.extend(
 )
 
 
+_VALIDATORS: dict[int, tuple[Any, Any]] = {}
+
+
+def _validator(schema: Any) -> Any:
+    """One compiled validator per schema object (the catalog's schemas live as long as the process)."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, WordPressValidator(schema, format_checker=FormatChecker(formats=("email",))))
+        _VALIDATORS[id(schema)] = cached
+    return cached[1]
+
+
 def reason(schema: Any, value: Any, param: str) -> str | None:
     """The first reason WordPress would give for `value` failing `schema`, or None when it is valid."""
-    validator = WordPressValidator(schema, format_checker=FormatChecker(formats=("email",)))
-    errors = list(validator.iter_errors(value))
+    errors = list(_validator(schema).iter_errors(value))
     if not errors:
         return None
     first = min(errors, key=lambda e: _order(e, value))

@@ -80,7 +80,7 @@ async def list_clients(req: RestRequest) -> dict[str, Any]:
             raise RestError(req.code("rest_invalid_param"), "The status argument should be: " + ",".join(STATUS), 400)
         statuses = [STATUS[s] for s in wanted]
     clients = req.state.list_clients(
-        req.get("search") or None, req.id_list("include"), req.id_list("exclude"), statuses
+        req.optional_text("search"), req.id_list("include"), req.id_list("exclude"), statuses
     )
     return {"success": 1, "total": len(clients), "data": [client_view(c) for c in paged(req, clients)]}
 

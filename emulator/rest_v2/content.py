@@ -37,8 +37,8 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
             if site_ids
             else list(req.state.sites.values())
         )
-        status = req.get("status")
-        search = str(req.get("search") or "").lower()
+        status = req.optional_text("status")
+        search = (req.optional_text("search") or "").lower()
         maximum = req.integer("maximum", 50, minimum=1) or 50
         rows = [
             _view(s, p)
@@ -103,7 +103,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
             _status(req) or "draft",
             str(req.get("post_content", "")),
             "admin",
-            time.time(),
+            req.state.now(),
         )
         site.posts.append(post)
         req.state.save_site(site)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from emulator.records import Cost
@@ -67,7 +66,7 @@ def create_cost_from(req: RestRequest, data: dict[str, Any]) -> dict[str, Any]:
     name = str(data.get("name") or "").strip()
     if not name:
         raise RestError(req.code("rest_create_costs_invalid_data"), "The name is required.", 400)
-    cost = req.state.add_cost(name, last_renewal=time.time(), **fields)
+    cost = req.state.add_cost(name, last_renewal=req.state.now(), **fields)
     return {"success": 1, "data": cost_view(cost)}
 
 

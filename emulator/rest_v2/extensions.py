@@ -34,7 +34,7 @@ def _ssl(state: FleetState, site: Site) -> dict[str, Any]:
         "url": site.url,
         "issuer": "R11",
         "valid": site.url.startswith("https"),
-        "expiry_date": time.strftime("%Y-%m-%d", time.gmtime(time.time() + days * 86400)),
+        "expiry_date": time.strftime("%Y-%m-%d", time.gmtime(state.now() + days * 86400)),
         "days_left": days,
         "last_check": _last_run(state, "ssl_checks", site),
     }
@@ -46,7 +46,7 @@ def _domain(state: FleetState, site: Site) -> dict[str, Any]:
         "site_id": site.id,
         "domain": site.domain,
         "registrar": "Example Registrar",
-        "expiry_date": time.strftime("%Y-%m-%d", time.gmtime(time.time() + days * 86400)),
+        "expiry_date": time.strftime("%Y-%m-%d", time.gmtime(state.now() + days * 86400)),
         "days_left": days,
         "last_check": _last_run(state, "domain_checks", site),
     }
@@ -79,7 +79,7 @@ def _family(module: str, listing: str, one: str, check: str, record: str, shape:
     async def run_check(req: RestRequest) -> dict[str, Any]:
         site = site_or_404(req)
         await req.ops.capacity.work("check")
-        req.state.save_record(record, str(site.id), time.time())
+        req.state.save_record(record, str(site.id), req.state.now())
         return {"success": 1, "data": shape(req.state, site), "site": site_simple(site)}
 
 
@@ -99,7 +99,7 @@ _family(
 
 @routes.add(EDITABLE, "/lighthouse/audit", module="lighthouse")
 async def audit_all(req: RestRequest) -> dict[str, Any]:
-    now = time.time()
+    now = req.state.now()
     for site in req.state.sites.values():
         req.state.save_record("lighthouse_audits", str(site.id), now)
     return {"success": 1, "message": "Lighthouse audits started.", "total": len(req.state.sites)}

@@ -34,8 +34,9 @@ def _monitored(req: RestRequest) -> list[Site]:
             for s in sites
             if s.monitor and (s.monitor.last_status == status or (status == "paused" and not s.monitor.active))
         ]
-    if req.get("search"):
-        needle = str(req.get("search")).lower()
+    search = req.optional_text("search")
+    if search:
+        needle = search.lower()
         sites = [s for s in sites if needle in s.url.lower() or needle in s.name.lower()]
     return sites
 
@@ -54,7 +55,7 @@ def _find(req: RestRequest) -> tuple[Site, Monitor] | None:
 @routes.add(READ, "/monitors")
 async def list_monitors(req: RestRequest) -> dict[str, Any]:
     sites = _monitored(req)
-    now = time.time()
+    now = req.state.now()
     page = paged(req, sites, default_per_page=20)
     return {"success": 1, "total": len(sites), "data": [monitor_view(s, s.monitor, now) for s in page if s.monitor]}
 
@@ -83,7 +84,7 @@ async def get_monitor(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
         return NOT_FOUND
-    return {"success": 1, "data": monitor_view(found[0], found[1], time.time(), with_name=True)}
+    return {"success": 1, "data": monitor_view(found[0], found[1], req.state.now(), with_name=True)}
 
 
 @routes.add(READ, rf"/monitors/{ID}/basic")
@@ -102,15 +103,15 @@ async def heartbeats(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
         return NOT_FOUND
-    period = req.get("period", "30d")
+    period = req.optional_text("period") or "30d"
     if period not in PERIODS and not ISO_RANGE.match(str(period)):
         message = "Invalid period format. Allowed values: 24h, 7d, 30d or ISO8601 range (start/end)"
         raise invalid_param("period", message, "invalid_period")
     beats = sorted(found[1].heartbeats, key=lambda b: -b.time)
     if period in PERIODS:
-        since = time.time() - PERIODS[period]
+        since = req.state.now() - PERIODS[period]
         beats = [b for b in beats if b.time >= since]
-    status = req.get("status")
+    status = req.optional_text("status")
     if status:
         if status not in STATUS_CODES:
             raise invalid_param("status", "status is not one of up, down, pending, first.", "rest_not_in_enum")
@@ -132,7 +133,7 @@ async def heartbeats(req: RestRequest) -> dict[str, Any]:
     }
 
 
-def incidents(monitor: Monitor) -> list[dict[str, Any]]:
+def incidents(monitor: Monitor, now: float) -> list[dict[str, Any]]:
     """Down streams of heartbeats: started at the first down beat, ended at the next up beat."""
     result, start, downs = [], None, 0
     for beat in sorted(monitor.heartbeats, key=lambda b: b.time):
@@ -155,7 +156,7 @@ def incidents(monitor: Monitor) -> list[dict[str, Any]]:
             {
                 "started_at": _z(start),
                 "ended_at": "",
-                "duration_sec": int(time.time() - start),
+                "duration_sec": int(now - start),
                 "resolved": False,
                 "down_count": downs,
             }
@@ -172,13 +173,13 @@ async def list_incidents(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
         return NOT_FOUND
-    return {"success": 1, "data": paged(req, incidents(found[1]))}
+    return {"success": 1, "data": paged(req, incidents(found[1], req.state.now()))}
 
 
 @routes.add(READ, rf"/monitors/{ID}/incidents/count")
 async def count_incidents(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
-    return NOT_FOUND if found is None else {"success": 1, "count": len(incidents(found[1]))}
+    return NOT_FOUND if found is None else {"success": 1, "count": len(incidents(found[1], req.state.now()))}
 
 
 @routes.add("POST", rf"/monitors/{ID}/check")
@@ -189,7 +190,7 @@ async def check_monitor(req: RestRequest) -> dict[str, Any]:
     site, monitor = found
     result = await req.ops.check(site)
     status = 1 if result.online else 0
-    now = time.time()
+    now = req.state.now()
     next_id = (
         max((h.heartbeat_id for s in req.state.sites.values() if s.monitor for h in s.monitor.heartbeats), default=0)
         + 1

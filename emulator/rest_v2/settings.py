@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Any
 
 from emulator.rest import READ, RestError, RestRequest, RestRoutes, invalid_param
@@ -172,7 +171,7 @@ async def start_tool(req: RestRequest) -> dict[str, Any]:
             "processed": len(sites),
             "failed": len(errors),
             "errors": errors,
-            "completed_at": int(time.time()),
+            "completed_at": int(req.state.now()),
         },
     )
     base = req.emulator.base_url.rstrip("/")
@@ -223,7 +222,7 @@ async def tool_status_by_id(req: RestRequest) -> dict[str, Any]:
     READ, r"/settings/tools/(?P<tool>destroy-sessions|renew-connections|disconnect-all-sites|disconnect-sites)/status"
 )
 async def tool_status_latest(req: RestRequest) -> dict[str, Any]:
-    return _tool_status(req, req.path_params["tool"], req.get("id"))
+    return _tool_status(req, req.path_params["tool"], req.optional_text("id"))
 
 
 @routes.add("POST", r"/settings/tools/(?P<tool>clear-activation-data|restore-info-messages)")

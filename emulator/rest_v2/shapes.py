@@ -163,16 +163,26 @@ def _recent(site: Site, post_type: str) -> str:
 
 
 def site_view(state: FleetState, site: Site, *, empty_tags: Any = None) -> dict[str, Any]:
-    """The full `view` record; every value a string as in the database, list fields JSON-encoded."""
+    """The full `view` record; every value a string as in the database, list fields JSON-encoded.
+    The encoding is cached per site until the site is saved again; tag names are read live."""
     tags = site_tags(state, site)
     if not tags and empty_tags is not None:
         tags = empty_tags
+    encoded = state.view_cache.get(site.id)
+    if encoded is None:
+        encoded = state.view_cache[site.id] = _encode_site(state, site)
+    view = dict(encoded)
+    view["tags"] = tags
+    return view
+
+
+def _encode_site(state: FleetState, site: Site) -> dict[str, Any]:
     http_status = f"{site.http_code} - {HTTP_REASONS.get(site.http_code, '')}".rstrip(" -") if site.http_code else "0"
     return {
         "id": str(site.id),
         "name": site.name,
         "url": site.url,
-        "tags": tags,
+        "tags": None,
         "note": site.note,
         "ip": "",
         "client_id": str(site.client_id),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes
+from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, no_route
 from emulator.rest_v2.common import paged, queue_if_large, site_or_404
 from emulator.rest_v2.shapes import client_row, cost_view, site_simple, site_view
 from emulator.state import SITE_STATUSES
@@ -20,7 +20,10 @@ def _filtered(req: RestRequest) -> list[Any]:
             req.code("rest_invalid_param"), "The status argument should be: " + ",".join(SITE_STATUSES), 400
         )
     return req.state.list_sites(
-        status=status, search=req.get("search") or None, include=req.id_list("include"), exclude=req.id_list("exclude")
+        status=status,
+        search=req.optional_text("search"),
+        include=req.id_list("include"),
+        exclude=req.id_list("exclude"),
     )
 
 
@@ -236,7 +239,7 @@ def _items_listing(req: RestRequest, kind: str) -> dict[str, Any]:
         }
         for i in items.values()
     ]
-    search = req.get("search")
+    search = req.optional_text("search")
     if search:
         data = [d for d in data if str(search).lower() in (d["name"] + d["slug"]).lower()]
     status = req.get("status")
@@ -335,8 +338,11 @@ async def abandoned(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "total": 0, "data": {}, "site": site_simple(site)}
 
 
-@routes.add(READ, rf"/sites/{ID}/non-(?:svc|mainwp)-changes")
+@routes.add(READ, rf"/sites/{ID}/non-(?P<brand>[a-z]+)-changes")
 async def non_dashboard_changes(req: RestRequest) -> dict[str, Any]:
+    """Changes made on the child outside the dashboard (`/non-svc-changes` or `/non-mainwp-changes`)."""
+    if req.path_params["brand"] != req.ns:
+        raise no_route()
     site = site_or_404(req)
     return {"success": 1, "total": 0, "data": [], "site": site_simple(site)}
 

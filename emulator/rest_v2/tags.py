@@ -23,7 +23,7 @@ def tag_or_404(req: RestRequest, tag_id: Any) -> Tag:
 
 @routes.add(READ, "/tags")
 async def list_tags(req: RestRequest) -> dict[str, Any]:
-    tags = req.state.list_tags(req.get("search") or None, req.id_list("include"), req.id_list("exclude"))
+    tags = req.state.list_tags(req.optional_text("search"), req.id_list("include"), req.id_list("exclude"))
     page = paged(req, tags)
     return {"success": 1, "total": len(tags), "data": {str(t.id): tag_view(req.state, t) for t in page} or []}
 

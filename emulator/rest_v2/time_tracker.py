@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, missing_params
@@ -125,7 +124,7 @@ async def get_task(req: RestRequest) -> dict[str, Any]:
 async def change_task(req: RestRequest) -> dict[str, Any]:
     task = dict(_task(req))
     action = req.path_params["action"]
-    now = time.time()
+    now = req.state.now()
     if action == "edit":
         task["title"] = req.text("title", task["title"]).strip() or task["title"]
     elif action == "start" and task["status"] != "running":

@@ -3,7 +3,6 @@ ignoring. Per-item outcomes come from `SiteOperations`; this module only writes 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import quote
 
@@ -45,7 +44,7 @@ async def list_updates(req: RestRequest) -> dict[str, Any]:
     if exclude:
         excluded = set(exclude)
         site_ids = [i for i in (include or list(req.state.sites)) if i not in excluded]
-    updates = req.state.all_pending_updates(_types(req), site_ids=site_ids, search=req.get("search") or None)
+    updates = req.state.all_pending_updates(_types(req), site_ids=site_ids, search=req.optional_text("search"))
     return {"success": 1, "data": [_listed(u) for u in updates]}
 
 
@@ -122,7 +121,7 @@ def site_update_detail(
 @routes.add(READ, r"/updates/(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)")
 async def site_updates(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
-    return {"success": 1, "data": site_update_detail(req, site, _types(req), req.get("search") or None)}
+    return {"success": 1, "data": site_update_detail(req, site, _types(req), req.optional_text("search"))}
 
 
 def _ignored_route_bug(req: RestRequest) -> RestError:
@@ -147,7 +146,7 @@ async def ignored_site(req: RestRequest) -> dict[str, Any]:
 
 
 def _stamp(req: RestRequest) -> str:
-    stamp = wp_time(time.time())
+    stamp = wp_time(req.state.now())
     req.state.set_option("last_time_start_batch_updates", stamp)
     return stamp
 

@@ -42,7 +42,7 @@ def _target_sites(req: RestRequest) -> list[Site]:
 async def list_users(req: RestRequest) -> dict[str, Any]:
     sites = _target_sites(req) or list(req.state.sites.values())
     roles = req.str_list("roles")
-    search = str(req.get("search") or "").lower()
+    search = (req.optional_text("search") or "").lower()
     rows = [
         _view(s, u)
         for s in sites

@@ -13,7 +13,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from emulator.app import create_app
-from emulator.config import EmulatorConfig
+from emulator.config import ALL_MODULES, EmulatorConfig
 
 app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
 
@@ -30,16 +30,33 @@ def serve(
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
     faults: str = typer.Option("none", help="Fault profile (part 2)."),
     workers: int = typer.Option(8, min=1, help="Dashboard workers in the capacity model."),
+    modules: str = typer.Option(
+        ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."
+    ),
 ) -> None:
     """Serve the emulator; prints the base URL when ready."""
     try:
         config = EmulatorConfig(
-            namespace=namespace, sites=sites, seed=seed, db=db, time_scale=time_scale, faults=faults, workers=workers
-        )  # type: ignore[arg-type]
+            namespace=namespace,  # type: ignore[arg-type]
+            sites=sites,
+            seed=seed,
+            db=db,
+            time_scale=time_scale,
+            faults=faults,
+            workers=workers,
+            modules=frozenset(m.strip() for m in modules.split(",") if m.strip()),
+        )
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
         raise typer.BadParameter(problems) from None
     started = time.monotonic()
+    if credentials_out is not None:  # fail before serving, and create the file private (it holds secrets)
+        try:
+            credentials_out.parent.mkdir(parents=True, exist_ok=True)
+            credentials_out.touch(mode=0o600)
+            credentials_out.chmod(0o600)
+        except OSError as error:
+            raise typer.BadParameter(f"cannot write the credentials file {credentials_out}: {error}") from None
     try:
         application = create_app(config)
     except ValueError as error:
@@ -54,12 +71,12 @@ def serve(
     async def startup(sockets: list | None = None) -> None:
         await original_startup(sockets)
         bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
-        base_url = f"http://{host}:{bound}/wp-json"
+        # a wildcard address is not one a client can call: print the loopback address instead
+        shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, f"[{host}]" if ":" in host else host)  # noqa: S104
+        base_url = f"http://{shown}:{bound}/wp-json"
         emulator.base_url = base_url
         if credentials_out is not None:
-            credentials_out.parent.mkdir(parents=True, exist_ok=True)
             credentials_out.write_text(json.dumps(emulator.credentials(base_url), indent=2), encoding="utf-8")
-            credentials_out.chmod(0o600)
         typer.echo(
             f"{base_url}  ({len(emulator.state.sites)} sites, namespace {namespace}, "
             f"ready in {time.monotonic() - started:.2f}s)",

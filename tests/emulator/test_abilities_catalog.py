@@ -111,6 +111,7 @@ async def test_categories_and_one_ability(svc) -> None:
         missing_category = await client.get("/categories/nope")
         ability = await client.get("/abilities/svc/get-site-v1")
         unknown = await client.get("/abilities/svc/no-such-ability-v1")
+        index = await client.get("")
     assert categories.status_code == 200 and len(categories.json()) == 7
     assert categories.headers["X-WP-Total"] == "7"
     assert one.json()["slug"] == "svc-tags"
@@ -120,5 +121,6 @@ async def test_categories_and_one_ability(svc) -> None:
     assert body["name"] == "svc/get-site-v1" and body["input_schema"]["required"] == ["site_id_or_domain"]
     assert body["_links"]["wp:action-run"][0]["href"] == "http://emulator.test/wp-json/wp-abilities/v1/abilities/svc/get-site-v1/run"
     assert unknown.status_code == 404
+    assert index.json()["namespace"] == "wp-abilities/v1" and "/wp-abilities/v1/categories" in index.json()["routes"]
     assert unknown.json() == {"code": "rest_ability_not_found", "message": "Ability not found.",
                               "data": {"status": 404}}

@@ -99,6 +99,10 @@ async def test_application_password_and_v1(lab: InProcessEmulator) -> None:
             "/svc/v1/sites/all-sites", headers={"Authorization": "Bearer " + lab.credentials["api_keys"]["read_write"]}
         )
         assert bearer.status_code == 401 and "ERROR" in bearer.json()
+        read = state.meta["bootstrap"]["api_keys"]["read"]
+        pair = {"consumer_key": read["consumer_key"], "consumer_secret": read["consumer_secret"]}
+        writing = await client.put("/svc/v1/site/site-update-plugins", params={**pair, "site_id": 1})
+        assert writing.status_code == 401 and writing.json()["code"] == "rest_method_not_allowed"
         state.set_option("svc_enable_legacy_rest_api", 0)
         off = await client.get("/svc/v1/sites/all-sites-count", params=v1)
         assert off.status_code == 404 and off.json()["code"] == "rest_no_route"

@@ -109,6 +109,16 @@ async def test_no_route_answers_with_its_own_500(lab: InProcessEmulator, rw: htt
             {"content": b"\xff\xfe", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
             {"json": WRONG},
             {"params": {k: str(v) for k, v in WRONG.items()}},
+            {
+                "params": {
+                    "search[a]": "x",
+                    "period[]": "1",
+                    "status[x]": "y",
+                    "type[]": "a",
+                    "page[]": "1",
+                    "id[]": "1",
+                }
+            },
             {"data": {"slug[": "x", "name": "", "active": "1", "permissions": "x,y"}},
         ]
         for attempt in attempts:

@@ -142,6 +142,20 @@ async def test_legacy_v1_routes(lab: InProcessEmulator) -> None:
         assert one["id"] == "1"
         assert (await client.get("/svc/v1/site/site")).json() == {"ERROR": "Required parameter is missing."}
         assert (await client.get("/svc/v1/sites")).json()["code"] == "rest_no_route"
+        site = healthy(lab)[0]
+        active = (await client.get("/svc/v1/site/site-active-plugins", params={"site_id": site.id})).json()
+        assert {p["slug"] for p in active} == {p.slug for p in site.plugins.values() if p.active}
+        pending = lab.emulator.state.pending_updates(site, ("plugin",))
+        if pending:
+            moved = (
+                await client.put(
+                    "/svc/v1/site/site-update-plugins", params={"site_id": site.id, "slug": pending[0].slug}
+                )
+            ).json()
+            assert moved[pending[0].slug]["result"] == "success"
+            assert site.plugins[pending[0].slug].version == pending[0].new_version
+        wrong_method = await client.get("/svc/v1/site/site-update-plugins", params={"site_id": site.id})
+        assert wrong_method.json()["code"] == "rest_no_route"
 
 
 async def test_namespace_changes_paths_codes_and_setting_names() -> None:
@@ -153,6 +167,8 @@ async def test_namespace_changes_paths_codes_and_setting_names() -> None:
         assert "mainwp_optimize" in (await c.get("/mainwp/v2/settings/advanced")).json()["data"]
         assert set(lab.emulator.state.options) >= {"mainwp_rest_batch_items_limit", "mainwp_abilities_batch_threshold"}
         assert "mainwp/v2" in (await c.get("/")).json()["namespaces"]
+        assert (await c.get("/mainwp/v2/sites/1/non-mainwp-changes")).json()["success"] == 1
+        assert (await c.get("/mainwp/v2/sites/1/non-svc-changes")).json()["code"] == "rest_no_route"
     lab.close()
 
 
@@ -164,3 +180,12 @@ async def test_users_import_accepts_a_csv_upload(rw: httpx.AsyncClient) -> None:
     assert answer.status_code == 200 and answer.json()["data"][0]["success"] == 1
     users = (await rw.get(f"{NS}/users", params={"websites": "1", "search": "carol"})).json()["data"]
     assert [u["role"] for u in users] == ["editor"]
+
+
+async def test_dashboard_times_follow_the_emulator_clock(lab: InProcessEmulator, rw: httpx.AsyncClient) -> None:
+    import time
+
+    site = healthy(lab)[0]
+    lab.emulator.clock.advance(86_400 / lab.emulator.clock.time_scale)  # one day of dashboard time
+    assert (await rw.post(f"{NS}/sites/{site.id}/sync")).json()["success"] == 1
+    assert site.last_sync > time.time() + 86_000

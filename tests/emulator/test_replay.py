@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import time
 from pathlib import Path
@@ -21,7 +22,18 @@ from emulator.config import EmulatorConfig
 from emulator.records import Heartbeat, Item
 from emulator.testing import InProcessEmulator
 
-EXCHANGES = Path("/work/shared/reference/real-exchanges")
+
+def _exchanges_dir() -> Path:
+    """`$FLEET_REAL_EXCHANGES`, else a copy in the repository, else the shared reference."""
+    candidates = [
+        os.environ.get("FLEET_REAL_EXCHANGES", ""),
+        str(Path(__file__).resolve().parents[1] / "reference" / "real-exchanges"),
+        "/work/shared/reference/real-exchanges",
+    ]
+    return next((Path(c) for c in candidates if c and Path(c).is_dir()), Path(candidates[-1]))
+
+
+EXCHANGES = _exchanges_dir()
 SKIPPED = {
     "v2-tags-id-delete-wrong-route": "deliberate: the spec's DELETE /tags/{id}/delete is served as well as /remove",
 }

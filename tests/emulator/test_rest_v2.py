@@ -195,3 +195,12 @@ async def test_module_off_is_rest_no_route() -> None:
             response = await client.get(path)
             assert response.status_code == 404 and response.json()["code"] == "rest_no_route"
     lab.close()
+
+
+async def test_ground_truth_counts_requests_per_route(rw: httpx.AsyncClient, admin: httpx.AsyncClient) -> None:
+    for _ in range(3):
+        await rw.get(f"{NS}/sites/1/plugins")
+    counts = (await admin.get("/__emulator__/state", params={"site_ids": "1"})).json()["request_counts"]
+    assert counts["GET /svc/v2/sites/{id_domain}/plugins"] == 3
+    refused = await admin.post("/__emulator__/faults/items", json={"site_id": 1, "type": "plugin", "slug": "nope"})
+    assert refused.status_code == 404

@@ -116,7 +116,7 @@ def lower_threshold(emulator, monkeypatch, sites: int) -> None:
 
 
 async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch):
-    emulator = dashboard(sites=80, seed=7, time_scale=0.01)
+    emulator = dashboard(sites=80, seed=7, time_scale=0.05)
     lower_threshold(emulator, monkeypatch, 10)
     monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "0.3")  # the first run gives up while its job runs
     first, _ = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))

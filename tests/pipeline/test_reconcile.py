@@ -30,15 +30,23 @@ def item(site_id, slug="a/a.php", type_=P, old="1.0", new="1.1"):
                     decision=Decision.apply)
 
 
-def test_calls_group_only_identical_slug_sets_and_split_large_groups():
-    items = [item(1), item(1, "b/b.php"), item(2), item(2, "b/b.php"), item(3), item(4, "b/b.php"),
-             item(5, "x", T)]
-    calls = plan_calls(items, P, sites_per_call=1)
+def test_calls_never_put_a_site_under_a_filter_holding_its_unplanned_slugs():
+    items = [item(1), item(1, "b/b.php"), item(2), item(3, "b/b.php"), item(4), item(4, "c/c.php"),
+             item(5), item(6, "b/b.php"), item(7, "x", T)]
+    # site 4 also has b/b.php pending but held; site 5 has c/c.php ignored; site 6 has a/a.php held
+    untouchable = {4: ["b/b.php"], 5: ["c/c.php"], 6: ["a/a.php"]}
+    calls = plan_calls(items, P, sites_per_call=10, untouchable=untouchable)
     assert sorted((c.site_ids, c.slugs) for c in calls) == [
-        ([1], ["a/a.php", "b/b.php"]), ([2], ["a/a.php", "b/b.php"]), ([3], ["a/a.php"]), ([4], ["b/b.php"]),
+        ([1, 2, 3, 5], ["a/a.php", "b/b.php"]),  # clean sites share the union; site 5's c/c.php is not in it
+        ([4], ["a/a.php", "c/c.php"]),
+        ([6], ["b/b.php"]),
     ]
-    assert [c.site_ids for c in plan_calls(items, P, sites_per_call=10)][0] == [1, 2]
+    for call in calls:
+        for site_id in call.site_ids:
+            assert not set(call.slugs) & set(untouchable.get(site_id, []))
+            assert {i.slug for i in items if i.site_id == site_id and i.type is P} <= set(call.slugs)
     assert plan_calls(items, C, 10) == []
+    assert [c.site_ids for c in plan_calls(items, P, 2, untouchable)][:2] == [[1, 2], [3, 5]]
     assert split_evenly(list(range(10)), 4) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert [len(p) for p in split_evenly(list(range(450)), 200)] == [150, 150, 150]
 
@@ -144,6 +152,6 @@ def test_summary_accounts_for_every_detected_item():
 
 def test_sites_with_partly_planned_translations_get_their_own_per_site_call():
     items = [item(1, "woocommerce", UpdateType.translation), item(2, "woocommerce", UpdateType.translation)]
-    calls = plan_calls(items, UpdateType.translation, sites_per_call=10, per_site=[2])
+    calls = plan_calls(items, UpdateType.translation, sites_per_call=10, untouchable={2: ["akismet"]})
     assert [(c.site_ids, c.slugs, c.per_site) for c in calls] == [([2], ["woocommerce"], True),
                                                                    ([1], ["woocommerce"], False)]

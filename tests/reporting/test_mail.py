@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -95,13 +96,15 @@ def test_an_unreachable_server_fails_every_recipient_with_the_reason(run_copy: R
     from tests.reporting.conftest import free_port
 
     settings = MailSettings(_env_file=None, smtp_host="127.0.0.1", smtp_port=free_port(), smtp_security="none",
-                            smtp_attempts=2, smtp_retry_wait=0.01, report_to=OPERATORS,
+                            smtp_attempts=3, smtp_retry_wait=0.01, report_to=OPERATORS,
                             smtp_user=SMTP_USER, smtp_password=SMTP_PASSWORD)  # fmt: skip
     with caplog.at_level(logging.DEBUG):
         deliveries = deliver_reports(run_copy, settings)
     failed = [d for d in deliveries if d.eml_path is None]
     assert failed and not any(d.accepted for d in failed)
     assert all("ConnectionRefusedError" in d.answer for d in failed)
+    tries = [int(n) for n in re.findall(r"giving up after (\d+) tries", caplog.text)]
+    assert tries == [3, 1, 1, 1]  # a server that is down is not waited out once per client
     assert SMTP_PASSWORD not in caplog.text and SMTP_PASSWORD not in repr(settings)
 
 

@@ -1,0 +1,26 @@
+"""Coarse step retries: never for errors that cannot heal (auth, permission, invalid input, bad policy)."""
+
+from __future__ import annotations
+
+import pytest
+from prefect.states import Failed
+
+from dashboard.errors import AuthenticationError, InvalidInput, PermissionDenied, ServerError, TransportError
+from fleet.policy import PolicyError
+from tasks.retries import retry_unless_permanent
+
+
+@pytest.mark.parametrize(
+    ("error", "retried"),
+    [
+        (AuthenticationError("The REST API Key are disabled.", status=401), False),
+        (PermissionDenied("no write permission", status=401), False),
+        (InvalidInput("input is not of type object", status=400), False),
+        (PolicyError("policy.yaml: semver: bad"), False),
+        (TransportError("connection refused"), True),
+        (ServerError("502 Bad Gateway", status=502), True),
+        (RuntimeError("unexpected"), True),
+    ],
+)
+def test_retry_condition(error, retried):
+    assert retry_unless_permanent(None, None, Failed(data=error)) is retried
