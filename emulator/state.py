@@ -258,9 +258,9 @@ class FleetState:
         text = str(id_or_domain).strip()
         if text.isdigit():
             return self.sites.get(int(text))
-        site_id = self._domains.get(normalise_domain(text))
-        if site_id is None and not normalise_domain(text).startswith("www."):
-            site_id = self._domains.get("www." + normalise_domain(text))
+        domain = normalise_domain(text)
+        toggled = domain.removeprefix("www.") if domain.startswith("www.") else "www." + domain
+        site_id = self._domains.get(domain, self._domains.get(toggled))  # `www.` either way, as the dashboard
         return None if site_id is None else self.sites.get(site_id)
 
     @staticmethod

@@ -67,17 +67,9 @@ class AbilityContext:
     def resolve_site(self, identifier: Any) -> Site:
         if identifier is None or str(identifier).strip() == "":
             raise self.fail("invalid_input", "Site identifier is required.", 400)
-        site = self.find_site(identifier)
+        site = self.state.find_site(identifier)
         if site is None:
             raise self.site_not_found(identifier)
-        return site
-
-    def find_site(self, identifier: Any) -> Site | None:
-        """By id or domain, with `www.` toggled both ways as the dashboard's `get_websites_by_url` does."""
-        site = self.state.find_site(identifier)
-        text = str(identifier).strip()
-        if site is None and "www." in text:
-            site = self.state.find_site(text.replace("www.", "", 1))
         return site
 
     def resolve_sites(self, identifiers: list[Any] | None) -> tuple[list[Site], list[dict[str, Any]]]:
@@ -88,7 +80,7 @@ class AbilityContext:
         seen: set[int] = set()
         failures: list[dict[str, Any]] = []
         for identifier in identifiers:
-            site = self.find_site(identifier)
+            site = self.state.find_site(identifier)
             if site is None:
                 error = self.site_not_found(identifier)
                 failures.append({"identifier": identifier, "code": error.code, "message": error.message,

@@ -103,9 +103,7 @@ async def update_site(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, An
         other = ctx.state.find_site(url)
         if other is not None and other.id != site.id:
             raise ctx.fail("site_already_exists", "A site with this URL already exists.", 409)
-        ctx.state.remove_site(site)
-        site.url = url
-        ctx.state._index_site(site)
+        ctx.state.change_site_url(site, url)
     ctx.state.save_site(site)
     if "tag_ids" in args:
         ctx.state.set_site_tags(site, list(args["tag_ids"]))

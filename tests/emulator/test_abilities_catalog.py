@@ -4,14 +4,12 @@ categories, and one ability."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from emulator.config import EmulatorConfig
 from tests.emulator.abilities_harness import dashboard
-
-REFERENCE = Path("/work/shared/reference/abilities.json")
+from tests.reference import ABILITIES
 
 
 @pytest.fixture
@@ -24,9 +22,8 @@ def renamed(name: str) -> str:
     return name.replace("mainwp/", "svc/", 1).replace("mainwp-", "svc-", 1)
 
 
-@pytest.mark.skipif(not REFERENCE.is_file(), reason="the shared reference is not on this machine")
 async def test_catalog_equals_reference_with_namespace_applied(svc) -> None:
-    reference = json.loads(REFERENCE.read_text())
+    reference = json.loads(ABILITIES.read_text())
     async with svc.client() as client:
         response = await client.get("/abilities", params={"per_page": 100})
     assert response.status_code == 200

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from emulator.config import EmulatorConfig
 from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
 from tests.emulator.test_replay import lab_request, lab_setup, shape_problems
+from tests.reference import EXCHANGES, require_reference
 
-EXCHANGES = Path("/work/shared/reference/real-exchanges")
 STATUS = re.compile(r"^ab-run-get-batch-job-status-v1-(?P<job>.+)-(?P<phase>queued|processing-1of2|completed)$")
 PHASE_RUNS = {"queued": 0, "processing-1of2": 1, "completed": 2}
 # The capture that queued each job the status captures follow (abilities, or the REST v2 routes).
@@ -95,8 +94,8 @@ async def replay_one(path: Path) -> list[str]:
     return problems + shape_problems(expected["body"], response.json())
 
 
-@pytest.mark.skipif(not EXCHANGES.is_dir(), reason="the shared reference exchanges are not on this machine")
 async def test_replay_abilities_exchanges() -> None:
+    require_reference()
     files = sorted(EXCHANGES.glob("ab-*.json"))
     replayed, matched, skipped, failures = 0, 0, [], []
     for path in files:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
 import time
 from pathlib import Path
@@ -14,26 +13,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-import pytest
 
-from emulator.abilities import mount_abilities
 from emulator.auth import create_api_key
 from emulator.config import EmulatorConfig
 from emulator.records import Heartbeat, Item
 from emulator.testing import InProcessEmulator
+from tests.reference import EXCHANGES, require_reference
 
-
-def _exchanges_dir() -> Path:
-    """`$FLEET_REAL_EXCHANGES`, else a copy in the repository, else the shared reference."""
-    candidates = [
-        os.environ.get("FLEET_REAL_EXCHANGES", ""),
-        str(Path(__file__).resolve().parents[1] / "reference" / "real-exchanges"),
-        "/work/shared/reference/real-exchanges",
-    ]
-    return next((Path(c) for c in candidates if c and Path(c).is_dir()), Path(candidates[-1]))
-
-
-EXCHANGES = _exchanges_dir()
 SKIPPED = {
     "v2-tags-id-delete-wrong-route": "deliberate: the spec's DELETE /tags/{id}/delete is served as well as /remove",
 }
@@ -94,8 +80,7 @@ def lab_setup(lab: InProcessEmulator, name: str) -> None:
         {"tool": "renew-connections", "total": 2, "processed": 2, "failed": 0, "errors": [], "completed_at": int(now)},
     )
     site1 = state.sites[1]
-    if name in QUEUED:  # captured with the lab's threshold of 1; queueing needs part 2's job service
-        mount_abilities(lab.app)
+    if name in QUEUED:  # captured with the lab's threshold of 1 (queueing is part 2's job service)
         state.set_option("mainwp_abilities_batch_threshold", 1)
     if name in NEVER_CHECKED:
         for site in state.sites.values():
@@ -221,8 +206,8 @@ def exchange_files() -> list[Path]:
     return sorted(p for p in EXCHANGES.glob("v[12]-*.json"))
 
 
-@pytest.mark.skipif(not EXCHANGES.is_dir(), reason="the shared reference exchanges are not on this machine")
 async def test_replay_real_exchanges() -> None:
+    require_reference()
     replayed, matched, skipped, failures = 0, 0, [], []
     for path in exchange_files():
         name = path.stem

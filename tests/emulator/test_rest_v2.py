@@ -144,6 +144,9 @@ async def test_keys_lifecycle(rw: httpx.AsyncClient, lab: InProcessEmulator) -> 
     ).json()["token"]
     async with lab.client(headers={"Authorization": "Bearer " + token}) as new:
         assert (await new.get(f"{NS}/sites/count")).status_code == 200
+    both = (await rw.post(f"{NS}/rest-api/add-key", data={"permissions": "both", "active": "1"})).json()["token"]
+    async with lab.client(headers={"Authorization": "Bearer " + both}) as writer:  # the spec's "both"
+        assert (await writer.post(f"{NS}/tags/add", json={"name": "by both"})).json()["success"] == 1
     key_id = max(lab.emulator.state.api_keys)
     assert (await rw.delete(f"{NS}/rest-api/delete-key/{key_id}")).json()["success"] == 1
     again = await rw.delete(f"{NS}/rest-api/delete-key/{key_id}")

@@ -92,11 +92,9 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
 async def test_in_process_lifespan_runs_part_two_jobs_for_queued_rest_calls() -> None:
     import asyncio
 
-    from emulator.abilities import mount_abilities
     from emulator.testing import InProcessEmulator
 
     lab = InProcessEmulator(EmulatorConfig(sites=4, time_scale=1e-4))
-    mount_abilities(lab.app)
     lab.emulator.state.set_option("svc_abilities_batch_threshold", 2)
     async with lab, lab.client(headers={"Authorization": "Bearer " + lab.credentials["api_keys"]["read_write"]}) as c:
         queued = (await c.post("/svc/v2/sites/sync")).json()
