@@ -77,11 +77,12 @@ def plan_calls(
 ) -> list[UpdateCall]:
     """The calls that apply exactly the planned items of one type; never an empty slug list.
 
-    A call's slug filter applies to every site in it, so a site may only join a call whose filter holds none
+    A call's slug filter applies to every site in it, so a site may only be in a call whose filter holds none
     of its `untouchable` slugs (items of this type it has pending or ignored that are not planned):
-    - "clean" sites (nothing untouchable) share one call whose filter is the union of their planned slugs;
-    - other sites join it when their planned slugs are in that union and nothing untouchable is; the rest
-      are grouped by identical planned slugs;
+    - the sites share one filter, the union of their planned slugs, as long as none of them has an
+      untouchable slug in it (sites that do are set aside until the union is safe for all that remain, and
+      join again if the union then covers their planned slugs without any untouchable one);
+    - the sites still set aside are grouped by identical planned slugs;
     - translations are not filtered by slug in a batch job, so a site with untouchable translations gets a
       call of its own on the per-site route, which updates only the named slugs.
     """
@@ -91,22 +92,25 @@ def plan_calls(
             planned[item.site_id].add(item.slug)
     keep = {site_id: set(slugs) for site_id, slugs in (untouchable or {}).items() if slugs}
     calls = []
-    shared: list[int] = []
-    union: set[str] = set()
-    for site_id in sorted(planned):
-        if site_id not in keep:
-            shared.append(site_id)
-            union |= planned[site_id]
+    if type_ is UpdateType.translation:
+        for site_id in sorted(planned.keys() & keep.keys()):
+            slugs = sorted(planned.pop(site_id))
+            calls.append(UpdateCall(type=type_, site_ids=[site_id], slugs=slugs, per_site=True))
+    shared, aside = set(planned), set()
+    while True:
+        union = set().union(*(planned[site_id] for site_id in shared))
+        clash = {site_id for site_id in shared if keep.get(site_id, set()) & union}
+        if not clash:
+            break
+        shared -= clash
+        aside |= clash
+    fits = {site_id for site_id in aside if planned[site_id] <= union and not keep[site_id] & union}
+    shared, aside = shared | fits, aside - fits
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for site_id in sorted(planned.keys() & keep.keys()):
-        if type_ is UpdateType.translation:
-            calls.append(UpdateCall(type=type_, site_ids=[site_id], slugs=sorted(planned[site_id]), per_site=True))
-        elif planned[site_id] <= union and not keep[site_id] & union:
-            shared.append(site_id)
-        else:
-            groups[tuple(sorted(planned[site_id]))].append(site_id)
+    for site_id in sorted(aside):
+        groups[tuple(sorted(planned[site_id]))].append(site_id)
     if shared:
-        groups[tuple(sorted(union))] += shared
+        groups[tuple(sorted(union))] += sorted(shared)
     for slugs, site_ids in sorted(groups.items(), key=lambda group: -len(group[1])):
         for part in split_evenly(sorted(site_ids), sites_per_call):
             calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))

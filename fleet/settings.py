@@ -27,11 +27,12 @@ class PipelineSettings(BaseSettings):
     batch_threshold: int = Field(
         200, ge=1, description="The dashboard's background threshold: calls over more sites queue a batch job."
     )
-    sites_per_job: int = Field(
-        1000,
+    sites_per_call: int = Field(
+        200,
         ge=1,
-        description="Largest number of sites in one update call; a queued job moves 20 sites per 30 s, so "
-        "larger jobs would not finish within the dashboard's 4 h timeout.",
+        description="Largest number of sites in one update call. Up to the dashboard's threshold a call runs at "
+        "once (the dashboard works on its sites in parallel); above it the dashboard queues a batch job, which "
+        "moves 20 sites per 30 s, and the sensor waits for it.",
     )
     job_deadline_seconds: float = Field(
         3.5 * 3600, gt=0, description="How long the sensor waits on one batch job (under the dashboard's 4 h)."

@@ -95,7 +95,7 @@ async def execute_updates(
             return CallResult(call=call, job_id=start.job_id, reports=refused)
         return CallResult(call=call, reports=refused + (reports_from_run(start.result) if start.result else []))
 
-    calls = plan_calls(remaining, type_, settings.sites_per_job, untouchable)
+    calls = plan_calls(remaining, type_, settings.sites_per_call, untouchable)
     return reused + await fan_out(calls, send, settings.concurrency)
 
 

@@ -28,7 +28,7 @@ def serve(
     db: Path | None = typer.Option(None, help="SQLite file; state survives restarts. In memory when omitted."),
     credentials_out: Path | None = typer.Option(None, help="Write the credentials JSON here."),
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
-    faults: str = typer.Option("none", help="Fault profile (part 2)."),
+    faults: str = typer.Option("none", help="Fault profile: none, realistic, hostile, or a YAML/JSON file."),
     workers: int = typer.Option(8, min=1, help="Dashboard workers in the capacity model."),
     modules: str = typer.Option(
         ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."

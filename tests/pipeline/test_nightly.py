@@ -55,8 +55,9 @@ async def test_nightly_over_60_sites_updates_everything_planned(dashboard):
     assert on_unusable <= {Outcome.skipped, Outcome.ignored}
 
 
-async def test_over_450_sites_the_batch_jobs_queue_and_the_sensor_waits(dashboard):
+async def test_over_450_sites_the_batch_jobs_queue_and_the_sensor_waits(dashboard, monkeypatch):
     emulator = dashboard(sites=450, seed=5)
+    monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")  # prefer batch jobs to calls of at most 200 sites
     summary, plan = read_run(await nightly_maintenance(selection=Selection(types=[UpdateType.core])))
     assert summary.jobs, "a call over more than 200 sites must have queued"
     for job in summary.jobs:
@@ -113,6 +114,7 @@ def lower_threshold(emulator, monkeypatch, sites: int) -> None:
     """Make calls over more than `sites` sites queue, so a small fleet exercises the batch jobs."""
     emulator.post("options", {f"{emulator.server.config.namespace}_abilities_batch_threshold": sites})
     monkeypatch.setenv("FLEET_BATCH_THRESHOLD", str(sites))
+    monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")
 
 
 async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch):

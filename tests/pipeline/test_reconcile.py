@@ -155,3 +155,10 @@ def test_sites_with_partly_planned_translations_get_their_own_per_site_call():
     calls = plan_calls(items, UpdateType.translation, sites_per_call=10, untouchable={2: ["akismet"]})
     assert [(c.site_ids, c.slugs, c.per_site) for c in calls] == [([2], ["woocommerce"], True),
                                                                    ([1], ["woocommerce"], False)]
+
+
+def test_a_fleet_wide_ignore_entry_does_not_split_the_shared_call():
+    items = [item(site_id, slug) for site_id, slug in [(1, "a/a.php"), (2, "b/b.php"), (3, "a/a.php")]]
+    untouchable = {site_id: ["hello.php"] for site_id in (1, 2, 3)}  # a global ignore, repeated per site
+    calls = plan_calls(items, P, sites_per_call=10, untouchable=untouchable)
+    assert [(c.site_ids, c.slugs) for c in calls] == [([1, 2, 3], ["a/a.php", "b/b.php"])]
