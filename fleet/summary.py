@@ -5,7 +5,7 @@ A report needs nothing but this file; every item found at detection appears here
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -129,6 +129,7 @@ class Delivery(BaseModel):
     accepted: bool
     answer: str
     eml_path: str | None = None
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was sent or written.")
 
 
 class Counts(BaseModel):

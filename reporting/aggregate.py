@@ -13,6 +13,7 @@ from reporting.model import (
     ATTEMPTED,
     NOT_DONE_ORDER,
     OUTCOME_ORDER,
+    SITE_STATUS_TITLES,
     TYPE_TITLES,
     BreakdownRow,
     Checks,
@@ -179,7 +180,7 @@ def site_checks(sites: list[Site], limit: int) -> Checks:
             SiteProblem(
                 clean(site.site_name, 120),
                 clean(site.site_url, 200),
-                clean(site.status, 40),
+                SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40)),
                 check.http_code if check else None,
                 check.response_ms if check else None,
                 clean(issue, 300),

@@ -42,6 +42,14 @@ OUTCOME_EXPLANATIONS = {
     Outcome.excluded: "Left out by the maintenance policy.",
     Outcome.skipped: "The site could not be worked on (offline, suspended, disconnected or too old).",
 }
+SITE_STATUS_TITLES = {
+    "online": "online",
+    "offline": "offline",
+    "suspended": "suspended",
+    "disconnected": "disconnected from the dashboard",
+    "child_too_old": "dashboard plugin on the site too old",
+}
+
 # One palette for the charts and the HTML badges.
 OUTCOME_COLORS = {
     Outcome.updated: "#1f9d55",
@@ -108,8 +116,8 @@ class Headline:
 
 
 def version_change(from_version: str, to_version: str) -> str:
-    """`1.2 → 1.3`, or nothing when neither version is known (translations)."""
-    return "" if from_version == to_version == "—" else f"{from_version} → {to_version}"
+    """`1.2 → 1.3`, or nothing when the new version is not known (translations)."""
+    return "" if to_version == "—" else f"{from_version} → {to_version}"
 
 
 @dataclass
