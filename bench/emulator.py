@@ -1,5 +1,6 @@
-"""Emulator benchmark: start-up time at 50 / 1,000 / 10,000 sites and requests per second on `/sites`,
-`/updates` and a per-site update route, each against a real `fleet emulator serve` process.
+"""Emulator benchmark: start-up time at 50 / 1,000 / 10,000 sites, requests per second on `/sites`,
+`/updates` and a per-site update route, and a queued sync job's wall time next to the capacity model's lower
+bound (from the ground truth), each against a real `fleet emulator serve` process.
 
 Prints a table and writes bench/results/emulator.json. Run: `python bench/emulator.py [--seconds 3]`.
 """
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FLEET = str(Path(sys.executable).parent / "fleet")
 
 
-def start_server(sites: int, credentials: Path) -> tuple[subprocess.Popen[str], float]:
+def start_server(sites: int, credentials: Path, time_scale: float = 0.000001) -> tuple[subprocess.Popen[str], float]:
     started = time.perf_counter()
     process = subprocess.Popen(
         [
@@ -38,7 +39,7 @@ def start_server(sites: int, credentials: Path) -> tuple[subprocess.Popen[str], 
             "--credentials-out",
             str(credentials),
             "--time-scale",
-            "0.000001",
+            str(time_scale),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -57,8 +58,8 @@ def stop_server(process: subprocess.Popen[str]) -> None:
 
 async def rate(
     client: httpx.AsyncClient, requests: list[tuple[str, str, dict[str, Any]]], seconds: float, concurrency: int
-) -> tuple[float, int, float]:
-    """(requests per second, requests done, mean latency ms) cycling through `requests`."""
+) -> tuple[float, int, float, int]:
+    """(requests per second, requests done, mean latency ms, error answers) cycling through `requests`."""
     done = errors = 0
     latency = 0.0
     deadline = time.perf_counter() + seconds
@@ -125,6 +126,45 @@ async def throughput(sites: int, seconds: float, concurrency: int, results: list
             stop_server(process)
 
 
+async def job_against_capacity(sites: int, time_scale: float, results: list[dict[str, Any]]) -> None:
+    """Queue a sync of the whole fleet through REST v2 and time it to completion; the ground truth gives the
+    modelled work and its lower bound (work / workers, scaled), the cron schedule gives the delay floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        credentials_path = Path(tmp) / "credentials.json"
+        process, _ = start_server(sites, credentials_path, time_scale)
+        try:
+            creds = json.loads(credentials_path.read_text())
+            root = creds["base_url"].removesuffix("/wp-json")
+            headers = {"Authorization": "Bearer " + creds["api_keys"]["read_write"]}
+            admin = {"X-Emulator-Token": creds["admin_token"]}
+            async with httpx.AsyncClient(base_url=creds["base_url"], headers=headers, timeout=120) as client:
+                started = time.perf_counter()
+                queued = (await client.post(f"/{creds['namespace']}/v2/sites/sync")).json()
+                if "job_id" not in queued:
+                    raise RuntimeError(f"the sync of {sites} sites was not queued: {queued}")
+                while True:
+                    truth = (await client.get(f"{root}/__emulator__/state", params={"site_ids": "0"},
+                                              headers=admin)).json()
+                    if all(job["status"] in ("completed", "failed") for job in truth["batch_jobs"]):
+                        break
+                    await asyncio.sleep(0.01)
+                wall = time.perf_counter() - started
+        finally:
+            stop_server(process)
+    capacity = truth["capacity"]
+    chunks = -(-sites // 20)
+    results.append({
+        "sites": sites,
+        "time_scale": time_scale,
+        "workers": capacity["workers"],
+        "modelled_work_seconds": capacity["modelled_seconds"],
+        "lower_bound_wall_seconds": capacity["lower_bound_wall_seconds"],
+        "cron_delay_wall_seconds": round((60 + (chunks - 1) * 30) * time_scale, 3),
+        "wall_seconds": round(wall, 3),
+        "job_status": truth["batch_jobs"][0]["status"],
+    })
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run")
@@ -139,6 +179,8 @@ def main() -> None:
     throughput_rows: list[dict[str, Any]] = []
     for sites in (1_000, 10_000):
         asyncio.run(throughput(sites, args.seconds, args.concurrency, throughput_rows))
+    job_rows: list[dict[str, Any]] = []
+    asyncio.run(job_against_capacity(1_000, 0.001, job_rows))
 
     print("\nStart-up (process start to base URL printed)")
     print(f"{'sites':>8} | {'ready (s)':>9}")
@@ -151,6 +193,13 @@ def main() -> None:
             f"{row['sites']:>6} | {row['route']:<34} | {row['concurrency']:>4} | "
             f"{row['requests_per_second']:>8} | {row['mean_latency_ms']:>8} | {row['error_answers']:>6}"
         )
+    print("\nA queued sync of the whole fleet (REST v2), wall time next to the capacity model (ground truth)")
+    print(f"{'sites':>6} | {'scale':>6} | {'workers':>7} | {'work (s)':>8} | {'bound (s)':>9} | {'cron (s)':>8} | "
+          f"{'wall (s)':>8} | status")
+    for row in job_rows:
+        print(f"{row['sites']:>6} | {row['time_scale']:>6} | {row['workers']:>7} | {row['modelled_work_seconds']:>8} | "
+              f"{row['lower_bound_wall_seconds']:>9} | {row['cron_delay_wall_seconds']:>8} | "
+              f"{row['wall_seconds']:>8} | {row['job_status']}")
     out = ROOT / "bench" / "results" / "emulator.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
@@ -160,6 +209,7 @@ def main() -> None:
                 "python": platform.python_version(),
                 "startup": startup,
                 "throughput": throughput_rows,
+                "job_against_capacity": job_rows,
             },
             indent=2,
         )

@@ -3,7 +3,7 @@ Abilities interface with its background jobs, and the fault middleware."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -11,14 +11,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from emulator.abilities import mount_abilities
+from emulator.abilities.routes import abilities_routes
 from emulator.auth import credentials
 from emulator.capacity import Capacity
 from emulator.clock import Clock
 from emulator.config import EmulatorConfig
 from emulator.dispatch import dispatch, json_response
-from emulator.faults import install_faults
+from emulator.faults import FaultController, install_faults, load_profile
 from emulator.ground_truth import ground_truth_routes
+from emulator.jobs import BatchJobs, running_jobs
 from emulator.operations import SiteOperations
 from emulator.rest import RestRoutes, no_route
 from emulator.rest_v1 import build_v1_routes
@@ -35,23 +36,30 @@ class Emulator:
     clock: Clock
     capacity: Capacity
     operations: SiteOperations
+    faults: FaultController
+    jobs: BatchJobs
     v2_routes: RestRoutes
     v1_routes: RestRoutes
     base_url: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)  # part 2 services: "batch_jobs", "faults"
 
     def credentials(self, base_url: str | None = None) -> dict[str, Any]:
         return credentials(self.state, base_url or self.base_url, self.config.admin_token.get_secret_value())
 
 
 def build_emulator(config: EmulatorConfig, state: FleetState | None = None) -> Emulator:
+    """The services of one dashboard, in dependency order. A bad fault profile is a `ValueError`
+    (`FaultProfileError`) raised before the database is touched."""
+    profile = load_profile(config.faults)
     clock = Clock(config.time_scale)
     if state is None:
         state = FleetState.open(config, clock.now())
     state.now = clock.now
     capacity = Capacity(clock, config.workers, config.work_seconds)
+    operations = SiteOperations(state, capacity)
+    faults = FaultController(state, operations, config.seed, profile)
+    jobs = BatchJobs(state, operations, clock, faults.pick_job_fault)
     return Emulator(
-        config, state, clock, capacity, SiteOperations(state, capacity), build_v2_routes(), build_v1_routes()
+        config, state, clock, capacity, operations, faults, jobs, build_v2_routes(), build_v1_routes()
     )
 
 
@@ -121,11 +129,11 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     routes: list[BaseRoute] = [
         *ground_truth_routes(),
+        *abilities_routes(emulator),
         Route("/wp-json", wp_json, methods=methods),
         Route("/wp-json/{path:path}", wp_json, methods=methods),  # the catch-all: keep it last
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=lambda _app: running_jobs(emulator))  # the job runner: the dashboard's cron
     app.state.emulator = emulator
-    mount_abilities(app)  # inserts itself before the catch-all; its job runner joins the lifespan
     install_faults(app)
     return app

@@ -104,12 +104,6 @@ def find_api_key(state: FleetState, identifier: str) -> ApiKey | None:
     return None if key_id is None else state.api_keys.get(key_id)
 
 
-def delete_api_key(state: FleetState, key: ApiKey) -> None:
-    state.api_keys.pop(key.key_id, None)
-    state.keys_by_hash.pop(key.ck_hash, None)
-    state.store.delete("api_key", key.key_id)
-
-
 def bootstrap_credentials(state: FleetState) -> None:
     """The keys a fresh dashboard starts with: read_write, read and disabled (each also a v1 key, as the
     dashboard's UI writes both stores), and an application password. The plaintext is kept in the emulator's

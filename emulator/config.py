@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from emulator.capacity import DEFAULT_WORK_SECONDS
+
 EXTENSION_MODULES = ("ssl-monitor", "domain-monitor", "lighthouse", "pro-reports", "time-tracker")
 CORE_MODULES = ("cost-tracker", "logs")
 ALL_MODULES = CORE_MODULES + EXTENSION_MODULES
@@ -37,6 +39,17 @@ class EmulatorConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown modules {sorted(unknown)}; known: {', '.join(ALL_MODULES)}")
         return modules
+
+    @field_validator("work_seconds")
+    @classmethod
+    def _known_operations(cls, work_seconds: dict[str, float]) -> dict[str, float]:
+        unknown = set(work_seconds) - set(DEFAULT_WORK_SECONDS)
+        if unknown:
+            raise ValueError(f"unknown operations {sorted(unknown)}; known: {', '.join(DEFAULT_WORK_SECONDS)}")
+        negative = sorted(op for op, seconds in work_seconds.items() if seconds < 0)
+        if negative:
+            raise ValueError(f"work seconds must not be negative: {', '.join(negative)}")
+        return work_seconds
 
     @property
     def ns(self) -> str:

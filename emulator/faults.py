@@ -5,7 +5,8 @@ A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
   distribution, 5xx answers, 429 answers with `Retry-After`, and dropped connections (the request is
   processed, then the connection is cut before the answer is complete);
 - on the fleet: sites going offline and update items that fail (a clear error) or fail silently (reported
-  as success, version unmoved), drawn once when the profile is applied and undone when it is replaced;
+  as success, version unmoved), drawn once when the profile is applied, stored with the fleet (a restart with
+  the same database and profile keeps them as they were) and undone when the profile is replaced;
 - on background jobs: a job whose cron never fires (it stays queued until it expires) and a job slowed until
   it hits the 4 h timeout.
 Delays injected here are dashboard delays too: they are scaled by the clock like every other.
@@ -13,7 +14,6 @@ Delays injected here are dashboard delays too: they are scaled by the clock like
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
@@ -26,13 +26,13 @@ import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
+    from emulator.operations import FaultMode, SiteOperations
+    from emulator.state import FleetState
 
 EXEMPT_PREFIX = "/__emulator__"
 
@@ -120,18 +120,27 @@ def load_profile(spec: str | dict[str, Any]) -> FaultProfile:
 
 
 class FaultController:
-    """The active profile, its seeded random streams and what it did (counters for ground truth and tests)."""
+    """The active profile, its seeded random streams and what it did (counters for ground truth and tests).
+
+    The sites and items a profile touched are stored with the fleet, so a restart with the same database keeps
+    them as they were instead of drawing again, and a later switch can still undo them."""
 
     ERROR_STATUSES = (500, 502, 503, 504)
+    STORE_KIND = "fault_effects"
 
-    def __init__(self, emulator: Emulator, profile: FaultProfile) -> None:
-        self.emulator = emulator
-        self.seed = emulator.config.seed
+    def __init__(self, state: FleetState, operations: SiteOperations, seed: int, profile: FaultProfile) -> None:
+        self.state = state
+        self.operations = operations
+        self.seed = seed
         self.profile = profile
-        self._applied_offline: list[int] = []
-        self._applied_items: list[tuple[int, str, str]] = []
+        stored = state.records(self.STORE_KIND).get("applied")
+        self._applied_offline: list[int] = list(stored["offline"]) if stored else []
+        self._applied_items: list[tuple[int, str, str]] = [tuple(i) for i in stored["items"]] if stored else []
         self._reset_streams()
-        self.apply_fleet_effects()
+        if stored is None or stored["profile"] != profile.model_dump():
+            self.revert_fleet_effects()
+            self.apply_fleet_effects()
+        self._count_fleet_effects()
 
     def _reset_streams(self) -> None:
         self._requests = random.Random(f"{self.seed}:requests:{self.profile.name}")
@@ -145,6 +154,7 @@ class FaultController:
         self.profile = profile
         self._reset_streams()
         self.apply_fleet_effects()
+        self._count_fleet_effects()
 
     # ---- per request ---------------------------------------------------------------------------------------
 
@@ -186,42 +196,50 @@ class FaultController:
     def apply_fleet_effects(self) -> None:
         """Take a seeded sample of sites offline and mark a seeded sample of pending update items to fail."""
         p = self.profile
-        state, ops = self.emulator.state, self.emulator.operations
         rng = random.Random(f"{self.seed}:fleet:{p.name}")
         if p.site_offline_rate > 0:
-            for site in state.sites.values():
+            for site in self.state.sites.values():
                 if rng.random() < p.site_offline_rate and site.reachable:
-                    ops.set_reachable(site, False)
+                    self.operations.set_reachable(site, False)
                     self._applied_offline.append(site.id)
         if p.update_failure_rate + p.silent_failure_rate > 0:
-            for site in state.sites.values():
-                for update in state.pending_updates(site, respect_ignores=False):
+            for site in self.state.sites.values():
+                for update in self.state.pending_updates(site, respect_ignores=False):
                     draw = rng.random()
-                    key = f"{update.type}:{update.slug}"
-                    if key in site.fail_items:
+                    if f"{update.type}:{update.slug}" in site.fail_items:
                         continue
                     if draw < p.update_failure_rate:
-                        mode = "fail"
+                        mode: FaultMode = "fail"
                     elif draw < p.update_failure_rate + p.silent_failure_rate:
                         mode = "silent"
                     else:
                         continue
-                    ops.set_item_fault(site, update.type, update.slug, mode)
+                    self.operations.set_item_fault(site, update.type, update.slug, mode)
                     self._applied_items.append((site.id, update.type, update.slug))
-        self.counts["sites_offline"] = len(self._applied_offline)
-        self.counts["items_failing"] = len(self._applied_items)
+        self._save_fleet_effects()
 
     def revert_fleet_effects(self) -> None:
-        state, ops = self.emulator.state, self.emulator.operations
         for site_id in self._applied_offline:
-            site = state.sites.get(site_id)
+            site = self.state.sites.get(site_id)
             if site is not None:
-                ops.set_reachable(site, True)
+                self.operations.set_reachable(site, True)
         for site_id, item_type, slug in self._applied_items:
-            site = state.sites.get(site_id)
+            site = self.state.sites.get(site_id)
             if site is not None:
-                ops.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
+                self.operations.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
         self._applied_offline, self._applied_items = [], []
+        self._save_fleet_effects()
+
+    def _save_fleet_effects(self) -> None:
+        self.state.save_record(self.STORE_KIND, "applied", {
+            "profile": self.profile.model_dump(),
+            "offline": self._applied_offline,
+            "items": [list(item) for item in self._applied_items],
+        })
+
+    def _count_fleet_effects(self) -> None:
+        self.counts["sites_offline"] = len(self._applied_offline)
+        self.counts["items_failing"] = len(self._applied_items)
 
     def snapshot(self) -> dict[str, Any]:
         ordered = sorted(self.latencies_ms)
@@ -234,19 +252,6 @@ class FaultController:
             "counts": dict(self.counts),
             "latency_ms": {"p50": percentile(0.5), "p95": percentile(0.95), "p99": percentile(0.99)},
         }
-
-
-def fault_controller(emulator: Emulator) -> FaultController:
-    """The emulator's controller, created from `config.faults` on first use."""
-    controller = emulator.extras.get("faults")
-    if controller is None:
-        try:
-            profile = load_profile(emulator.config.faults)
-        except FaultProfileError as exc:
-            raise ValueError(str(exc)) from None
-        controller = FaultController(emulator, profile)
-        emulator.extras["faults"] = controller
-    return controller
 
 
 # ---- HTTP -----------------------------------------------------------------------------------------------------
@@ -282,7 +287,7 @@ class FaultMiddleware:
         if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIX):
             await self.app(scope, receive, send)
             return
-        controller = fault_controller(self.emulator)
+        controller = self.emulator.faults
         if controller.profile.is_inert:
             await self.app(scope, receive, send)
             return
@@ -316,42 +321,6 @@ class FaultMiddleware:
         raise DroppedConnection("connection dropped by the fault profile")
 
 
-def fault_routes(emulator: Emulator) -> list[BaseRoute]:
-    """`GET /__emulator__/faults` (profile and counters) and `PUT|POST` with `{"profile": name|path|mapping}`,
-    guarded by the admin token like the other ground-truth routes."""
-
-    async def faults(request: Request) -> Response:
-        if not _is_admin(emulator, request):
-            return JSONResponse({"code": "forbidden", "message": "The admin token is missing or wrong."}, 403)
-        controller = fault_controller(emulator)
-        if request.method == "GET":
-            return JSONResponse(controller.snapshot())
-        try:
-            payload = json.loads(await request.body() or b"{}")
-        except json.JSONDecodeError as exc:
-            return JSONResponse({"code": "invalid_json", "message": f"body is not JSON: {exc.msg}"}, 400)
-        spec = payload.get("profile") if isinstance(payload, dict) else None
-        if not isinstance(spec, str | dict):
-            return JSONResponse({"code": "invalid_profile",
-                                 "message": 'send {"profile": "none" | "realistic" | "hostile" | path | {...}}'}, 400)
-        try:
-            controller.switch(load_profile(spec))
-        except FaultProfileError as exc:
-            return JSONResponse({"code": "invalid_profile", "message": str(exc)}, 400)
-        return JSONResponse(controller.snapshot())
-
-    return [Route(f"{EXEMPT_PREFIX}/faults", faults, methods=["GET", "PUT", "POST"])]
-
-
-def _is_admin(emulator: Emulator, request: Request) -> bool:
-    expected = emulator.config.admin_token.get_secret_value()
-    given = request.headers.get("x-emulator-token", "")
-    authorization = request.headers.get("authorization", "")
-    if not given and authorization.lower().startswith("bearer "):
-        given = authorization[7:].strip()
-    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
-
-
 class _QuietDrops(logging.Filter):
     """Keep the server's log free of tracebacks for connections the profile cut on purpose."""
 
@@ -360,15 +329,8 @@ class _QuietDrops(logging.Filter):
 
 
 def install_faults(app: Starlette) -> None:
-    """Add the fault middleware and the `/__emulator__/faults` route to an app from `create_app`, and apply
-    the configured profile's fleet effects now."""
-    emulator = app.state.emulator
-    if emulator.extras.get("faults_installed"):
-        return
-    emulator.extras["faults_installed"] = True
-    fault_controller(emulator)
-    app.router.routes[0:0] = fault_routes(emulator)
-    app.add_middleware(FaultMiddleware, emulator=emulator)
+    """Put the fault middleware in front of an app from `create_app`, and keep the cut connections out of the log."""
+    app.add_middleware(FaultMiddleware, emulator=app.state.emulator)
     quiet = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietDrops) for f in quiet.filters):
         quiet.addFilter(_QuietDrops())

@@ -1,11 +1,14 @@
 """Ground truth for tests and benchmarks, outside the dashboard's namespaces and guarded by the admin token:
-what is really installed, what the dashboard lists, ignore lists, request counts, and the switches that make
-an item fail or take a site offline."""
+what is really installed, what the dashboard lists, ignore lists, request counts, jobs, the capacity model's
+ledger and the fault counters; and the switches that make an item fail, take a site offline or change the
+fault profile. Bad input gets the same WordPress-style error body as the dashboard's own routes."""
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -13,29 +16,81 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from emulator.dispatch import json_response
-from emulator.records import ITEM_TYPES, Item, Site
+from emulator.faults import FaultProfileError, load_profile
+from emulator.records import ITEM_TYPES, Item, ItemType, Site
+from emulator.rest import RestError
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
 
 PREFIX = "/__emulator__"
+log = logging.getLogger(__name__)
+
+AdminHandler = Callable[[Request, "Emulator"], Awaitable[Any]]
 
 
-def _refused() -> Response:
-    return json_response(
-        {"code": "emulator_forbidden", "message": "A valid admin token is required.", "data": {"status": 403}}, 403
-    )
+class GroundTruthError(RestError):
+    """Bad input to a ground-truth route, answered in WordPress's `{code, message, data: {status}}` shape."""
+
+    def __init__(self, message: str, status: int = 400, code: str = "emulator_bad_request") -> None:
+        super().__init__(code, message, status)
+
+    def response(self) -> Response:
+        return json_response(self.body(), self.http_status)
 
 
-def _bad(message: str, status: int = 400) -> Response:
-    return json_response({"code": "emulator_bad_request", "message": message, "data": {"status": status}}, status)
-
-
-def _authorised(request: Request) -> bool:
-    emulator: Emulator = request.app.state.emulator
+def _authorised(request: Request, emulator: Emulator) -> bool:
     expected = emulator.config.admin_token.get_secret_value()
-    given = request.headers.get("x-emulator-token") or request.headers.get("authorization", "").removeprefix("Bearer ")
-    return hmac.compare_digest(given.encode(), expected.encode())
+    authorization = request.headers.get("authorization", "")
+    bearer = authorization[7:] if authorization.lower().startswith("bearer ") else ""
+    given = (request.headers.get("x-emulator-token") or bearer).strip()
+    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def admin_only(handler: AdminHandler) -> Callable[[Request], Awaitable[Response]]:
+    """Check the admin token, run the handler, answer its result as JSON and its `GroundTruthError` as a 4xx."""
+
+    async def endpoint(request: Request) -> Response:
+        emulator: Emulator = request.app.state.emulator
+        try:
+            if not _authorised(request, emulator):
+                raise GroundTruthError("A valid admin token is required.", 403, "emulator_forbidden")
+            return json_response(await handler(request, emulator))
+        except GroundTruthError as error:
+            return error.response()
+        except Exception:  # the emulator's own bug: logged, answered in the same shape, never a traceback
+            log.exception("ground-truth route %s failed", request.url.path)
+            return GroundTruthError("the emulator failed; see its log", 500, "emulator_error").response()
+
+    return endpoint
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise GroundTruthError("the body must be JSON") from None
+    if not isinstance(body, dict):
+        raise GroundTruthError("the body must be a JSON object")
+    return body
+
+
+def site_in(emulator: Emulator, body: dict[str, Any]) -> Site:
+    """The site named by `site_id` (an id or a domain)."""
+    site = emulator.state.find_site(str(body.get("site_id", "")))
+    if site is None:
+        raise GroundTruthError(f"unknown site {body.get('site_id')!r}", 404)
+    return site
+
+
+def item_in(site: Site, body: dict[str, Any]) -> tuple[ItemType, str]:
+    """(type, slug) named by the body, checked against what the site has; core is always there."""
+    item_type, slug = body.get("type"), body.get("slug")
+    if item_type not in ITEM_TYPES or not isinstance(slug, str):
+        raise GroundTruthError("type must be wp|plugin|theme|translation and slug a string")
+    if item_type != "wp" and slug not in site.items(item_type):
+        raise GroundTruthError(f"site {site.id} has no {item_type} {slug!r}", 404)
+    return item_type, slug
 
 
 def _item_truth(item: Item) -> dict[str, Any]:
@@ -85,117 +140,104 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
     }
 
 
-async def state_view(request: Request) -> Response:
-    if not _authorised(request):
-        return _refused()
-    emulator: Emulator = request.app.state.emulator
+def job_truth(job: dict[str, Any]) -> dict[str, Any]:
+    return {key: job[key] for key in ("job_id", "type", "status", "progress", "processed", "total")}
+
+
+@admin_only
+async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """Everything at once; `?site_ids=1,2` narrows the per-site part (`site_ids=0`: none)."""
     state = emulator.state
     wanted = request.query_params.get("site_ids")
     try:
         ids = [int(x) for x in wanted.split(",") if x.strip()] if wanted else list(state.sites)
     except ValueError:
-        return _bad("site_ids must be a comma list of integers")
-    return json_response(
-        {
-            "namespace": emulator.config.namespace,
-            "site_count": len(state.sites),
-            "sites": {str(i): site_truth(emulator, state.sites[i]) for i in ids if i in state.sites},
-            "global_ignores": state.global_ignores,
-            "options": state.options,
-            "request_counts": dict(state.request_counts),
-            "jobs": len(state.jobs),
-        }
-    )
+        raise GroundTruthError("site_ids must be a comma list of integers") from None
+    return {
+        "namespace": emulator.config.namespace,
+        "site_count": len(state.sites),
+        "sites": {str(i): site_truth(emulator, state.sites[i]) for i in ids if i in state.sites},
+        "global_ignores": state.global_ignores,
+        "options": state.options,
+        "request_counts": dict(state.request_counts),
+        "jobs": len(state.jobs),
+        "batch_jobs": [job_truth(job) for job in state.jobs.values()],
+        "capacity": emulator.capacity.snapshot(),
+        "faults": {"profile": emulator.faults.profile.name, "counts": dict(emulator.faults.counts)},
+    }
 
 
-async def _body(request: Request) -> dict[str, Any] | Response:
-    try:
-        body = json.loads(await request.body() or b"{}")
-    except ValueError:
-        return _bad("the body must be JSON")
-    return body if isinstance(body, dict) else _bad("the body must be a JSON object")
-
-
-async def set_item_fault(request: Request) -> Response:
+@admin_only
+async def set_item_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|null}."""
-    if not _authorised(request):
-        return _refused()
-    emulator: Emulator = request.app.state.emulator
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
-    site = emulator.state.find_site(str(body.get("site_id", "")))
-    item_type, slug, mode = body.get("type"), body.get("slug"), body.get("mode")
-    if site is None:
-        return _bad(f"unknown site {body.get('site_id')!r}", 404)
-    if item_type not in ITEM_TYPES or not isinstance(slug, str) or mode not in ("fail", "silent", None):
-        return _bad("type must be wp|plugin|theme|translation, slug a string, mode fail|silent|null")
-    if item_type != "wp" and slug not in site.items(item_type):
-        return _bad(f"site {site.id} has no {item_type} {slug!r}", 404)
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    item_type, slug = item_in(site, body)
+    mode = body.get("mode")
+    if mode not in ("fail", "silent", None):
+        raise GroundTruthError("mode must be fail, silent or null")
     emulator.operations.set_item_fault(site, item_type, "wordpress" if item_type == "wp" else slug, mode)
-    return json_response({"site_id": site.id, "type": item_type, "slug": slug, "mode": mode})
+    return {"site_id": site.id, "type": item_type, "slug": slug, "mode": mode}
 
 
-async def set_reachable(request: Request) -> Response:
+@admin_only
+async def set_reachable(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, reachable: bool}: take a site offline or bring it back."""
-    if not _authorised(request):
-        return _refused()
-    emulator: Emulator = request.app.state.emulator
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
-    site = emulator.state.find_site(str(body.get("site_id", "")))
-    if site is None:
-        return _bad(f"unknown site {body.get('site_id')!r}", 404)
+    body = await json_object(request)
+    site = site_in(emulator, body)
     if not isinstance(body.get("reachable"), bool):
-        return _bad("reachable must be true or false")
+        raise GroundTruthError("reachable must be true or false")
     emulator.operations.set_reachable(site, body["reachable"])
-    return json_response({"site_id": site.id, "reachable": site.reachable})
+    return {"site_id": site.id, "reachable": site.reachable}
 
 
-async def offer_update(request: Request) -> Response:
+@admin_only
+async def offer_update(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, type, slug, version}: the child starts offering a new version (seen after a sync)."""
-    if not _authorised(request):
-        return _refused()
-    emulator: Emulator = request.app.state.emulator
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
-    site = emulator.state.find_site(str(body.get("site_id", "")))
-    item_type, slug, version = body.get("type"), body.get("slug"), body.get("version")
-    if site is None:
-        return _bad(f"unknown site {body.get('site_id')!r}", 404)
-    if item_type not in ITEM_TYPES or not isinstance(version, str) or not isinstance(slug, str):
-        return _bad("type must be wp|plugin|theme|translation; slug and version strings")
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    item_type, slug = item_in(site, body)
+    version = body.get("version")
+    if not isinstance(version, str):
+        raise GroundTruthError("version must be a string")
     if item_type == "wp":
         site.wp_offer = version
-    elif slug in site.items(item_type):
-        site.items(item_type)[slug].offer = version
     else:
-        return _bad(f"site {site.id} has no {item_type} {slug!r}", 404)
+        site.items(item_type)[slug].offer = version
     emulator.state.save_site(site)
-    return json_response({"site_id": site.id, "type": item_type, "slug": slug, "offer": version})
+    return {"site_id": site.id, "type": item_type, "slug": slug, "offer": version}
 
 
-async def set_options(request: Request) -> Response:
+@admin_only
+async def set_options(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {name: value}: dashboard options such as `<ns>_rest_batch_items_limit`."""
-    if not _authorised(request):
-        return _refused()
-    emulator: Emulator = request.app.state.emulator
-    body = await _body(request)
-    if isinstance(body, Response):
-        return body
+    body = await json_object(request)
     unknown = [k for k in body if k not in emulator.state.options]
     if unknown:
-        return _bad(f"unknown options {unknown}; known: {sorted(emulator.state.options)}")
+        raise GroundTruthError(f"unknown options {unknown}; known: {sorted(emulator.state.options)}")
     for name, value in body.items():
         emulator.state.set_option(name, value)
-    return json_response(emulator.state.options)
+    return emulator.state.options
+
+
+@admin_only
+async def faults(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """GET: the fault profile and its counters. PUT|POST {"profile": name | path | mapping}: switch to it."""
+    if request.method != "GET":
+        spec = (await json_object(request)).get("profile")
+        if not isinstance(spec, str | dict):
+            raise GroundTruthError('send {"profile": "none" | "realistic" | "hostile" | path | {...}}')
+        try:
+            emulator.faults.switch(load_profile(spec))
+        except FaultProfileError as error:
+            raise GroundTruthError(str(error)) from None
+    return emulator.faults.snapshot()
 
 
 def ground_truth_routes() -> list[Route]:
     return [
         Route(f"{PREFIX}/state", state_view, methods=["GET"]),
+        Route(f"{PREFIX}/faults", faults, methods=["GET", "PUT", "POST"]),
         Route(f"{PREFIX}/faults/items", set_item_fault, methods=["POST"]),
         Route(f"{PREFIX}/faults/reachable", set_reachable, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),

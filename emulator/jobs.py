@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from emulator.clock import Clock, iso_utc
-from emulator.faults import fault_controller
 from emulator.operations import SiteOperations, SiteSuspended, SiteUnavailable
 from emulator.records import ItemType, Site
 from emulator.state import FleetState
@@ -296,7 +295,7 @@ class JobRunner:
     IDLE_WAKE_SECONDS = 0.05
 
     def __init__(self, emulator: Emulator) -> None:
-        self.jobs = batch_jobs(emulator)
+        self.jobs = emulator.jobs
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
 
@@ -330,22 +329,12 @@ class JobRunner:
             self._wake.clear()
 
 
-def batch_jobs(emulator: Emulator) -> BatchJobs:
-    """The emulator's job service (one per emulator), with the fault profile deciding stuck and slow jobs."""
-    jobs = emulator.extras.get("batch_jobs")
-    if jobs is None:
-        controller = fault_controller(emulator)
-        jobs = BatchJobs(emulator.state, emulator.operations, emulator.clock, controller.pick_job_fault)
-        emulator.extras["batch_jobs"] = jobs
-    return jobs
-
-
 @contextlib.asynccontextmanager
-async def running_jobs(emulator: Emulator) -> AsyncIterator[JobRunner]:
-    """The job runner for the length of an app's lifespan."""
+async def running_jobs(emulator: Emulator) -> AsyncIterator[None]:
+    """The job runner for the length of an app's lifespan (a Starlette `lifespan`: it yields no state)."""
     runner = JobRunner(emulator)
     runner.start()
     try:
-        yield runner
+        yield
     finally:
         await runner.stop()

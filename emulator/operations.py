@@ -199,51 +199,32 @@ class SiteOperations:
 
         return list(await asyncio.gather(*(one(s) for s in sites)))
 
-    def _apply(self, site: Site, item_type: ItemType, slug: str, refresh_stored: bool) -> ItemResult:
+    @staticmethod
+    def _apply(site: Site, item_type: ItemType, slug: str, refresh_stored: bool) -> ItemResult:
+        """Move one item to its offered version unless a fault says otherwise (core through its `Item` view)."""
+        core = item_type == "wp"
+        item: Item = site.core_item() if core else site.items(item_type)[slug]
+        versioned = item_type != "translation"  # a translation pack reports no versions
+
+        def result(old: str, new: str, outcome: Outcome, error: str = "") -> ItemResult:
+            return ItemResult(site.id, item_type, slug, item.name, old, new, outcome, error)
+
         fault = site.fail_items.get(f"{item_type}:{slug}")
-        if item_type == "wp":
-            return self._apply_core(site, fault, refresh_stored)
-        item: Item = site.items(item_type)[slug]
-        offered = item.known_offer or ""
         if fault == "fail":
-            return ItemResult(
-                site.id, item_type, slug, item.name, item.version, item.version, "failed", "Download failed."
-            )
+            return result(item.version, item.version, "failed", "Core update failed." if core else "Download failed.")
         if fault == "silent":
-            return ItemResult(site.id, item_type, slug, item.name, item.version, offered, "silent")
+            return result(item.version, item.known_offer or "", "silent")
         if item.offer is None:
-            return ItemResult(site.id, item_type, slug, item.name, "", item.version, "stale")
+            return result("", item.version, "stale")
         old = item.version
-        if item_type != "translation":
+        if versioned:
             item.version = item.offer
         item.offer = None
         if refresh_stored:
             item.known_version, item.known_offer = item.version, None
-        new = "" if item_type == "translation" else item.version
-        return ItemResult(site.id, item_type, slug, item.name, old, new, "updated")
-
-    @staticmethod
-    def _apply_core(site: Site, fault: str | None, refresh_stored: bool) -> ItemResult:
-        offered = site.known_wp_offer or ""
-        if fault == "fail":
-            return ItemResult(
-                site.id,
-                "wp",
-                "wordpress",
-                "WordPress",
-                site.wp_version,
-                site.wp_version,
-                "failed",
-                "Core update failed.",
-            )
-        if fault == "silent":
-            return ItemResult(site.id, "wp", "wordpress", "WordPress", site.wp_version, offered, "silent")
-        if site.wp_offer is None:
-            return ItemResult(site.id, "wp", "wordpress", "WordPress", "", site.wp_version, "stale")
-        old, site.wp_version, site.wp_offer = site.wp_version, site.wp_offer, None
-        if refresh_stored:
-            site.known_wp_version, site.known_wp_offer = site.wp_version, None
-        return ItemResult(site.id, "wp", "wordpress", "WordPress", old, site.wp_version, "updated")
+        if core:
+            site.set_core_item(item)
+        return result(old, item.version if versioned else "", "updated")
 
     # ---- connection and suspension -------------------------------------------------------------------------
 

@@ -141,6 +141,15 @@ class Site:
     def items(self, item_type: ItemType) -> dict[str, Item]:
         return {"plugin": self.plugins, "theme": self.themes, "translation": self.translations}[item_type]
 
+    def core_item(self) -> Item:
+        """WordPress core seen as an item, so update code treats it as a plugin; `set_core_item` writes it back."""
+        return Item("wordpress", "WordPress", self.wp_version, True, self.wp_offer, self.known_wp_version,
+                    self.known_wp_offer)
+
+    def set_core_item(self, item: Item) -> None:
+        self.wp_version, self.wp_offer = item.version, item.offer
+        self.known_wp_version, self.known_wp_offer = item.known_version, item.known_offer
+
     def to_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {}
         for name in _field_names(Site):

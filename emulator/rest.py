@@ -15,11 +15,11 @@ from email.parser import BytesParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from emulator.scope import EmulatorScope
+
 if TYPE_CHECKING:
     from emulator.app import Emulator
-    from emulator.operations import SiteOperations
     from emulator.records import ApiKey
-    from emulator.state import FleetState
 
 EDITABLE = "POST,PUT,PATCH"
 READ = "GET"
@@ -89,7 +89,9 @@ def parse_php_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
 
 
 @dataclass
-class RestRequest:
+class RestRequest(EmulatorScope):
+    """One parsed request under `/{ns}/v1|v2`: parameters merged from query, form and JSON body."""
+
     emulator: Emulator
     method: str
     path: str
@@ -99,21 +101,6 @@ class RestRequest:
     content_type: str
     path_params: dict[str, str] = field(default_factory=dict)
     key: ApiKey | None = None
-
-    @property
-    def state(self) -> FleetState:
-        return self.emulator.state
-
-    @property
-    def ops(self) -> SiteOperations:
-        return self.emulator.operations
-
-    @property
-    def ns(self) -> str:
-        return self.emulator.config.namespace
-
-    def code(self, suffix: str) -> str:
-        return f"{self.ns}_{suffix}"
 
     @property
     def params(self) -> dict[str, Any]:

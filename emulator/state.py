@@ -63,6 +63,17 @@ def normalise_domain(value: str) -> str:
     return value.rstrip("/")
 
 
+def by_id_lists(records: list[Any], include: list[int] | None, exclude: list[int] | None) -> list[Any]:
+    """The records whose `id` is in `include` (when given) and not in `exclude`, in their order."""
+    if include:
+        wanted = set(include)
+        records = [r for r in records if r.id in wanted]
+    if exclude:
+        unwanted = set(exclude)
+        records = [r for r in records if r.id not in unwanted]
+    return records
+
+
 def default_settings(namespace: str) -> dict[str, dict[str, Any]]:
     text = resources.files("emulator").joinpath("data/settings.json").read_text(encoding="utf-8")
     return json.loads(text.replace("NS_", f"{namespace}_"))
@@ -192,7 +203,12 @@ class FleetState:
         self.store.put("client", client.id, record_to_row(client))
 
     def save_client_field(self, client_field: ClientField) -> None:
+        self.client_fields[client_field.field_id] = client_field
         self.store.put("client_field", client_field.field_id, record_to_row(client_field))
+
+    def delete_client_field(self, client_field: ClientField) -> None:
+        self.client_fields.pop(client_field.field_id, None)
+        self.store.delete("client_field", client_field.field_id)
 
     def save_cost(self, cost: Cost) -> None:
         self.store.put("cost", cost.id, record_to_row(cost))
@@ -200,6 +216,11 @@ class FleetState:
     def save_api_key(self, key: ApiKey) -> None:
         self._index_key(key)
         self.store.put("api_key", key.key_id, record_to_row(key))
+
+    def delete_api_key(self, key: ApiKey) -> None:
+        self.api_keys.pop(key.key_id, None)
+        self.keys_by_hash.pop(key.ck_hash, None)
+        self.store.delete("api_key", key.key_id)
 
     def save_v1_key(self, key: V1Key) -> None:
         self.v1_keys[key.consumer_key] = key
@@ -525,11 +546,7 @@ class FleetState:
     def list_tags(
         self, search: str | None = None, include: list[int] | None = None, exclude: list[int] | None = None
     ) -> list[Tag]:
-        tags = sorted(self.tags.values(), key=lambda t: t.name.lower())
-        if include:
-            tags = [t for t in tags if t.id in set(include)]
-        if exclude:
-            tags = [t for t in tags if t.id not in set(exclude)]
+        tags = by_id_lists(sorted(self.tags.values(), key=lambda t: t.name.lower()), include, exclude)
         if search:
             needle = search.lower()
             tags = [t for t in tags if needle in t.name.lower() or needle == str(t.id)]
@@ -584,11 +601,7 @@ class FleetState:
         exclude: list[int] | None = None,
         statuses: list[int] | None = None,
     ) -> list[Client]:
-        clients = sorted(self.clients.values(), key=lambda c: c.name.lower())
-        if include:
-            clients = [c for c in clients if c.id in set(include)]
-        if exclude:
-            clients = [c for c in clients if c.id not in set(exclude)]
+        clients = by_id_lists(sorted(self.clients.values(), key=lambda c: c.name.lower()), include, exclude)
         if statuses is not None:
             clients = [c for c in clients if c.suspended in statuses]
         if search:

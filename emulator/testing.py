@@ -103,7 +103,7 @@ class EmulatorServer:
 
 class InProcessEmulator:
     """No socket: `transport` for `httpx.AsyncClient(transport=..., base_url=...)`, plus the credentials.
-    Use `async with InProcessEmulator(...)` to also run the app's lifespan (background jobs of part 2)."""
+    Use `async with InProcessEmulator(...)` to also run the app's lifespan (the background job runner)."""
 
     def __init__(self, config: EmulatorConfig | None = None, root_url: str = "http://emulator.test") -> None:
         self.config = config or EmulatorConfig()

@@ -8,41 +8,22 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.abilities.catalog import Ability
 from emulator.abilities.errors import AbilityError
-from emulator.jobs import BatchJobs, batch_jobs
 from emulator.records import Client, Site, Tag
+from emulator.scope import EmulatorScope
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
-    from emulator.operations import SiteOperations
-    from emulator.state import FleetState
 
 DEFAULT_CONFIRM_MESSAGE = "This is a destructive operation. Set confirm: true or use dry_run: true for preview."
 
 
 @dataclass
-class AbilityContext:
+class AbilityContext(EmulatorScope):
+    """One ability run: the ability and where the caller reached the dashboard."""
+
     emulator: Emulator
     ability: Ability
     site_root: str  # `http://host:port`, for the absolute URLs some answers carry
-
-    @property
-    def state(self) -> FleetState:
-        return self.emulator.state
-
-    @property
-    def ops(self) -> SiteOperations:
-        return self.emulator.operations
-
-    @property
-    def jobs(self) -> BatchJobs:
-        return batch_jobs(self.emulator)
-
-    @property
-    def ns(self) -> str:
-        return self.emulator.config.namespace
-
-    def code(self, suffix: str) -> str:
-        return f"{self.ns}_{suffix}"
 
     def fail(self, suffix: str, message: str, status: int | None = 400, **data: Any) -> AbilityError:
         return AbilityError(self.code(suffix), message, status, **data)

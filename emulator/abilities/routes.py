@@ -20,6 +20,7 @@ from emulator.abilities.context import AbilityContext
 from emulator.abilities.errors import AbilityError
 from emulator.abilities.validation import MISSING, InputDecodeError, coerce, decode_query_input, reason, with_defaults
 from emulator.auth import APP_USER, AuthFailure, check_api_key, check_method, parse_basic, verify_application_password
+from emulator.dispatch import json_response
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -50,13 +51,8 @@ class Caller:
     key: ApiKey | None = None
 
 
-def json_answer(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(json.dumps(body, separators=(",", ":")), status_code=status, headers=headers,
-                    media_type="application/json; charset=UTF-8")
-
-
 def error_answer(error: AbilityError, site_root: str) -> Response:
-    return json_answer(error.body(), error.http_status, {"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})
+    return json_response(error.body(), error.http_status, {"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})
 
 
 def _site_root(request: Request) -> str:
@@ -151,7 +147,7 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
         headers = {"X-WP-Total": str(total), "X-WP-TotalPages": str(pages), "Allow": "GET"}
         if links:
             headers["Link"] = ", ".join(links)
-        return json_answer(body, headers=headers)
+        return json_response(body, headers=headers)
 
     async def list_categories(request: Request) -> Response:
         site_root = _site_root(request)
@@ -162,7 +158,7 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
             return error_answer(error, site_root)
         body = [c.describe() | {"_links": category_links(site_root + ROOT, c.slug)}
                 for c in catalog.categories.values()]
-        return json_answer(body, headers={"X-WP-Total": str(len(body)), "X-WP-TotalPages": "1", "Allow": "GET"})
+        return json_response(body, headers={"X-WP-Total": str(len(body)), "X-WP-TotalPages": "1", "Allow": "GET"})
 
     async def one_category(request: Request) -> Response:
         site_root = _site_root(request)
@@ -174,7 +170,7 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
                 raise AbilityError("rest_ability_category_not_found", "Ability category not found.", 404)
         except AbilityError as error:
             return error_answer(error, site_root)
-        return json_answer(category.describe() | {"_links": category_links(site_root + ROOT, category.slug)},
+        return json_response(category.describe() | {"_links": category_links(site_root + ROOT, category.slug)},
                            headers={"Allow": "GET"})
 
     async def ability_or_run(request: Request) -> Response:
@@ -191,7 +187,7 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
                 raise AbilityError("rest_ability_not_found", "Ability not found.", 404)
         except AbilityError as error:
             return error_answer(error, site_root)
-        return json_answer(ability.describe() | {"_links": ability_links(site_root + ROOT, ability)},
+        return json_response(ability.describe() | {"_links": ability_links(site_root + ROOT, ability)},
                            headers={"Allow": "GET"})
 
     async def namespace_index(request: Request) -> Response:
@@ -201,7 +197,7 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
         routes = {f"/wp-abilities/v1{p}": {"namespace": "wp-abilities/v1",
                                            "methods": ["GET", "POST", "DELETE"] if p.endswith("/run") else ["GET"]}
                   for p in paths}
-        return json_answer({"namespace": "wp-abilities/v1", "routes": routes,
+        return json_response({"namespace": "wp-abilities/v1", "routes": routes,
                             "_links": {"up": [{"href": root + "/"}]}})
 
     return [
@@ -288,4 +284,4 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
         log.error("ability %s produced an invalid output: %s", ability.name, problem)
         raise AbilityError("ability_invalid_output",
                            f'Ability "{ability.name}" has invalid output. Reason: {problem}', 500)
-    return json_answer(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})
+    return json_response(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})

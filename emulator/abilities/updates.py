@@ -92,6 +92,15 @@ def _gate(ctx: AbilityContext, site: Site) -> AbilityError | None:
     return None
 
 
+def _updatable_site(ctx: AbilityContext, args: dict[str, Any]) -> Site:
+    """The one site a single-site update ability names, refused when known offline or its child is too old."""
+    site = ctx.resolve_site(args["site_id_or_domain"])
+    refused = _gate(ctx, site)
+    if refused is not None:
+        raise refused
+    return site
+
+
 async def _run_many(ctx: AbilityContext, args: dict[str, Any], slugs: list[str] | None) -> dict[str, Any]:
     sites, failures = ctx.resolve_sites(args.get("site_ids_or_domains"))
     types = list(args.get("types") or ALL_TYPES)
@@ -125,10 +134,7 @@ async def update_all(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
 
 
 async def _update_site_type(ctx: AbilityContext, args: dict[str, Any], type_name: str) -> dict[str, Any]:
-    site = ctx.resolve_site(args["site_id_or_domain"])
-    refused = _gate(ctx, site)
-    if refused is not None:
-        raise refused
+    site = _updatable_site(ctx, args)
     if site.suspended:
         raise ctx.fail("site_suspended", "Site is suspended.", 400)
     updated, errors = await _update_one_site(ctx, site, [type_name], list(args.get("slugs") or []) or None)
@@ -149,10 +155,7 @@ async def update_site_translations(ctx: AbilityContext, args: dict[str, Any]) ->
 
 
 async def update_site_core(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
-    site = ctx.resolve_site(args["site_id_or_domain"])
-    refused = _gate(ctx, site)
-    if refused is not None:
-        raise refused
+    site = _updatable_site(ctx, args)
     try:
         results = await ctx.ops.update_items(site, "wp")
     except SiteUnavailable as exc:

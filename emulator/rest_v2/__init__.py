@@ -1,1 +1,1 @@
-"""REST API v2: one module per route family; `build_routes()` assembles them."""
+"""REST API v2: one module per route family; `routes.build_v2_routes()` assembles them."""

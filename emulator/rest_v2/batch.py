@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,7 +25,8 @@ SITE_ACTIONS = (
     "plugins",
     "themes",
 )
-ItemRunner = Callable[[RestRequest, Any], Awaitable[Any]]
+ItemRunner = Callable[[RestRequest, Any], Any]  # an answer, or an awaitable of one
+Controller = Callable[[RestRequest, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def _count(body: dict[str, Any]) -> int:
@@ -58,7 +60,8 @@ async def _run(req: RestRequest, items: Any, runner: ItemRunner) -> list[Any]:
     answers = []
     for item in items:
         try:
-            answers.append(await runner(req, item))
+            answer = runner(req, item)
+            answers.append(await answer if inspect.isawaitable(answer) else answer)
         except RestError as error:
             item_id = item.get("id") if isinstance(item, dict) else item
             answers.append(_item_error(item_id, error))
@@ -115,9 +118,9 @@ async def _sites_controller(req: RestRequest, body: dict[str, Any]) -> dict[str,
     for action, items in body.items():
         name = action.replace(f"non-{req.ns}-changes", "changes")
         if action == "create":
-            out[action] = await _run(req, items, lambda r, d: _async(sites.add_site_from(r, _obj(d))))
+            out[action] = await _run(req, items, lambda r, d: sites.add_site_from(r, _obj(d)))
         elif action == "update":
-            out[action] = await _run(req, items, lambda r, d: _async(sites.edit_site_from(r, _site(r, d), _obj(d))))
+            out[action] = await _run(req, items, lambda r, d: sites.edit_site_from(r, _site(r, d), _obj(d)))
         elif action == "delete":
             out[action] = await _run(req, items, lambda r, d: _site_action(r, "remove", d))
         elif action in SITE_ACTIONS or name == "changes":
@@ -128,54 +131,29 @@ async def _sites_controller(req: RestRequest, body: dict[str, Any]) -> dict[str,
     return out
 
 
-async def _async(value: Any) -> Any:
-    return value
-
-
 def _obj(item: Any) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise RestError("rest_invalid_param", "Each item must be an object.", 400)
     return item
 
 
-async def _crud_controller(
-    req: RestRequest, body: dict[str, Any], create: ItemRunner, update: ItemRunner, delete: ItemRunner
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for action, runner in (("create", create), ("update", update), ("delete", delete)):
-        if action in body:
-            out[action] = await _run(req, body[action], runner)
-    return out
+def _crud_controller(
+    create: Callable[[RestRequest, dict[str, Any]], Any],
+    lookup: Callable[[RestRequest, Any], Any],
+    edit: Callable[[RestRequest, Any, dict[str, Any]], Any],
+    delete: Callable[[RestRequest, Any], Any],
+) -> Controller:
+    """A controller whose create, update and delete items answer as the family's single routes do."""
+    runners: dict[str, ItemRunner] = {
+        "create": lambda r, item: create(r, _obj(item)),
+        "update": lambda r, item: edit(r, lookup(r, _obj(item).get("id")), item),
+        "delete": lambda r, item: delete(r, lookup(r, item)),
+    }
 
+    async def controller(req: RestRequest, body: dict[str, Any]) -> dict[str, Any]:
+        return {action: await _run(req, body[action], runner) for action, runner in runners.items() if action in body}
 
-async def _tags_controller(req: RestRequest, body: dict[str, Any]) -> dict[str, Any]:
-    return await _crud_controller(
-        req,
-        body,
-        lambda r, d: _async(tags.create_tag_from(r, _obj(d))),
-        lambda r, d: _async(tags.edit_tag_from(r, tags.tag_or_404(r, _obj(d).get("id")), d)),
-        lambda r, d: _async(tags.delete_tag_for(r, tags.tag_or_404(r, d))),
-    )
-
-
-async def _clients_controller(req: RestRequest, body: dict[str, Any]) -> dict[str, Any]:
-    return await _crud_controller(
-        req,
-        body,
-        lambda r, d: _async(clients.create_client_from(r, _obj(d))),
-        lambda r, d: _async(clients.edit_client_from(r, clients.client_or_404(r, _obj(d).get("id")), d)),
-        lambda r, d: _async(clients.delete_client_for(r, clients.client_or_404(r, d))),
-    )
-
-
-async def _costs_controller(req: RestRequest, body: dict[str, Any]) -> dict[str, Any]:
-    return await _crud_controller(
-        req,
-        body,
-        lambda r, d: _async(costs.create_cost_from(r, _obj(d))),
-        lambda r, d: _async(costs.edit_cost_from(r, costs.cost_or_404(r, _obj(d).get("id")), d)),
-        lambda r, d: _async(costs.delete_cost_for(r, costs.cost_or_404(r, d))),
-    )
+    return controller
 
 
 async def _updates_controller(req: RestRequest, body: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +177,13 @@ async def _updates_controller(req: RestRequest, body: dict[str, Any]) -> dict[st
     return {"create": await _run(req, body.get("create", []), run)} if "create" in body else {}
 
 
-CONTROLLERS = {
+CONTROLLERS: dict[str, Controller] = {
     "sites": _sites_controller,
-    "tags": _tags_controller,
-    "clients": _clients_controller,
-    "costs": _costs_controller,
+    "tags": _crud_controller(tags.create_tag_from, tags.tag_or_404, tags.edit_tag_from, tags.delete_tag_for),
+    "clients": _crud_controller(
+        clients.create_client_from, clients.client_or_404, clients.edit_client_from, clients.delete_client_for
+    ),
+    "costs": _crud_controller(costs.create_cost_from, costs.cost_or_404, costs.edit_cost_from, costs.delete_cost_for),
     "updates": _updates_controller,
 }
 

@@ -118,17 +118,13 @@ async def add_field(req: RestRequest) -> dict[str, Any]:
     client_field = ClientField(
         req.state.next_id("client_field", req.state.client_fields), req.form["name"], req.form["description"]
     )
-    req.state.client_fields[client_field.field_id] = client_field
     req.state.save_client_field(client_field)
-    return {
-        "success": 1,
-        "message": "Field created successfully.",
-        "data": {
-            "field_id": str(client_field.field_id),
-            "name": client_field.name,
-            "description": client_field.description,
-        },
-    }
+    return _field_answer("Field created successfully.", client_field)
+
+
+def _field_answer(message: str, client_field: ClientField) -> dict[str, Any]:
+    data = {"field_id": str(client_field.field_id), "name": client_field.name, "description": client_field.description}
+    return {"success": 1, "message": message, "data": data}
 
 
 def _field(req: RestRequest) -> ClientField:
@@ -148,22 +144,13 @@ async def edit_field(req: RestRequest) -> dict[str, Any]:
     client_field.name = str(body.get("name", client_field.name))
     client_field.description = str(body.get("description", client_field.description))
     req.state.save_client_field(client_field)
-    return {
-        "success": 1,
-        "message": "Field updated successfully.",
-        "data": {
-            "field_id": str(client_field.field_id),
-            "name": client_field.name,
-            "description": client_field.description,
-        },
-    }
+    return _field_answer("Field updated successfully.", client_field)
 
 
 @routes.add("DELETE", r"/clients/fields/(?P<id_name>[^/]+)/delete")
 async def delete_field(req: RestRequest) -> dict[str, Any]:
     client_field = _field(req)
-    req.state.client_fields.pop(client_field.field_id, None)
-    req.state.store.delete("client_field", client_field.field_id)
+    req.state.delete_client_field(client_field)
     return {"success": 1, "message": "Field deleted successfully."}
 
 

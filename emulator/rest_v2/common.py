@@ -7,6 +7,9 @@ from typing import Any
 from emulator.records import Site
 from emulator.rest import RestError, RestRequest, page_slice
 
+# A site in a path: its numeric id or its domain (with an optional port), as the dashboard's routes accept it.
+SITE_ID_OR_DOMAIN = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
+
 
 def site_or_404(req: RestRequest, key: str = "id_domain") -> Site:
     value = req.path_params.get(key, "")
@@ -16,6 +19,11 @@ def site_or_404(req: RestRequest, key: str = "id_domain") -> Site:
             raise RestError(req.code("rest_invalid_site_id"), "Invalid or not found site ID.", 404)
         raise RestError(req.code("rest_invalid_site_data"), "Invalid or not found site domain.", 404)
     return site
+
+
+def sites_by_ids(req: RestRequest, site_ids: list[int]) -> list[Site]:
+    """The existing sites among `site_ids`, in that order (unknown ids are left out, as the dashboard does)."""
+    return [req.state.sites[i] for i in site_ids if i in req.state.sites]
 
 
 def paged(req: RestRequest, items: list[Any], default_per_page: int | None = None, maximum: int = 200) -> list[Any]:
@@ -28,8 +36,8 @@ def paged(req: RestRequest, items: list[Any], default_per_page: int | None = Non
 
 def queue_if_large(req: RestRequest, job_type: str, site_ids: list[int]) -> str | None:
     """Queue background work on more sites than `<ns>_abilities_batch_threshold` and return the job id;
-    None (run at once) when under the threshold or when no job service is mounted (part 2's `batch_jobs`)."""
-    jobs = req.emulator.extras.get("batch_jobs")
-    if jobs is None or not jobs.should_queue(len(site_ids)):
+    None (run at once) when under the threshold."""
+    jobs = req.emulator.jobs
+    if not jobs.should_queue(len(site_ids)):
         return None
     return str(jobs.enqueue(job_type, site_ids)["job_id"])

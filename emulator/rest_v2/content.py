@@ -7,10 +7,9 @@ from typing import Any
 
 from emulator.records import Post, Site
 from emulator.rest import READ, RestError, RestRequest, RestRoutes
-from emulator.rest_v2.common import site_or_404
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, site_or_404, sites_by_ids
 
 routes = RestRoutes()
-SITE = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
 STATUSES = ("publish", "draft", "pending", "private", "future", "trash")
 
 
@@ -32,11 +31,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
     @routes.add(READ, f"/{plural}")
     async def list_all(req: RestRequest) -> dict[str, Any]:
         site_ids = req.id_list("websites")
-        sites = (
-            [req.state.sites[i] for i in site_ids if i in req.state.sites]
-            if site_ids
-            else list(req.state.sites.values())
-        )
+        sites = sites_by_ids(req, site_ids) if site_ids else list(req.state.sites.values())
         status = req.optional_text("status")
         search = (req.optional_text("search") or "").lower()
         maximum = req.integer("maximum", 50, minimum=1) or 50
@@ -58,7 +53,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
             raise RestError(req.code(f"rest_invalid_{post_type}_id"), f"Invalid or not found {post_type} ID.", 404)
         return site, post
 
-    @routes.add(READ, rf"/{plural}/{SITE}/(?P<{id_name}>\d+)")
+    @routes.add(READ, rf"/{plural}/{SITE_ID_OR_DOMAIN}/(?P<{id_name}>\d+)")
     async def get_one(req: RestRequest) -> dict[str, Any]:
         site, post = find(req)
         return {"success": 1, "data": _view(site, post)}
@@ -69,7 +64,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
             raise RestError("rest_invalid_param", f"status must be one of {', '.join(STATUSES)}.", 400)
         return status
 
-    @routes.add("PUT,PATCH", rf"/{plural}/{SITE}/(?P<{id_name}>\d+)/update-status")
+    @routes.add("PUT,PATCH", rf"/{plural}/{SITE_ID_OR_DOMAIN}/(?P<{id_name}>\d+)/update-status")
     async def update_status(req: RestRequest) -> dict[str, Any]:
         site, post = find(req)
         status = _status(req)
@@ -79,7 +74,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
         req.state.save_site(site)
         return {"success": 1, "data": _view(site, post)}
 
-    @routes.add("PUT,PATCH", rf"/{plural}/{SITE}/(?P<{id_name}>\d+)/edit")
+    @routes.add("PUT,PATCH", rf"/{plural}/{SITE_ID_OR_DOMAIN}/(?P<{id_name}>\d+)/edit")
     async def edit(req: RestRequest) -> dict[str, Any]:
         site, post = find(req)
         post.title = str(req.get("post_title", post.title))
@@ -88,7 +83,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
         req.state.save_site(site)
         return {"success": 1, "data": _view(site, post)}
 
-    @routes.add("POST", rf"/{plural}/{SITE}/create")
+    @routes.add("POST", rf"/{plural}/{SITE_ID_OR_DOMAIN}/create")
     async def create(req: RestRequest) -> dict[str, Any]:
         site = site_or_404(req)
         title = str(req.get("post_title") or "").strip()
@@ -109,7 +104,7 @@ def _family(post_type: str, plural: str, id_name: str) -> None:
         req.state.save_site(site)
         return {"success": 1, "data": _view(site, post)}
 
-    @routes.add("DELETE", rf"/{plural}/{SITE}/(?P<{id_name}>\d+)/delete")
+    @routes.add("DELETE", rf"/{plural}/{SITE_ID_OR_DOMAIN}/(?P<{id_name}>\d+)/delete")
     async def delete(req: RestRequest) -> dict[str, Any]:
         site, post = find(req)
         site.posts.remove(post)

@@ -6,6 +6,7 @@ from typing import Any
 
 from emulator.records import Cost
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes
+from emulator.rest_v2.common import sites_by_ids
 from emulator.rest_v2.shapes import client_view, cost_view, site_view
 
 routes = RestRoutes()
@@ -118,7 +119,7 @@ async def remove_cost(req: RestRequest) -> dict[str, Any]:
 @routes.add(READ, r"/costs/(?P<id>\d+)/sites", module=MODULE)
 async def cost_sites(req: RestRequest) -> dict[str, Any]:
     cost = cost_or_404(req, req.path_params["id"])
-    sites = [req.state.sites[i] for i in cost.sites if i in req.state.sites]
+    sites = sites_by_ids(req, cost.sites)
     return {"success": 1, "total": len(sites), "data": [site_view(req.state, s) for s in sites]}
 
 

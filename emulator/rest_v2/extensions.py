@@ -10,12 +10,11 @@ from typing import Any
 
 from emulator.records import Site
 from emulator.rest import EDITABLE, READ, RestRequest, RestRoutes, invalid_param
-from emulator.rest_v2.common import site_or_404
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, site_or_404
 from emulator.rest_v2.shapes import site_simple, wp_time
 from emulator.state import FleetState
 
 routes = RestRoutes()
-SITE = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
 REPORTS = ("wordpress", "plugins", "themes", "uptime", "security", "backups", "updates")
 
 
@@ -70,12 +69,12 @@ def _family(module: str, listing: str, one: str, check: str, record: str, shape:
         rows = [shape(req.state, s) for s in req.state.sites.values()]
         return {"success": 1, "total": len(rows), "data": rows}
 
-    @routes.add(READ, rf"{one}/{SITE}", module=module)
+    @routes.add(READ, rf"{one}/{SITE_ID_OR_DOMAIN}", module=module)
     async def get_one(req: RestRequest) -> dict[str, Any]:
         site = site_or_404(req)
         return {"success": 1, "data": shape(req.state, site), "site": site_simple(site)}
 
-    @routes.add(EDITABLE, rf"{check}/{SITE}", module=module)
+    @routes.add(EDITABLE, rf"{check}/{SITE_ID_OR_DOMAIN}", module=module)
     async def run_check(req: RestRequest) -> dict[str, Any]:
         site = site_or_404(req)
         await req.ops.capacity.work("check")
@@ -105,7 +104,7 @@ async def audit_all(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "message": "Lighthouse audits started.", "total": len(req.state.sites)}
 
 
-@routes.add(READ, rf"/pro-reports/{SITE}/(?P<report>[a-zA-Z0-9\-_]+)", module="pro-reports")
+@routes.add(READ, rf"/pro-reports/{SITE_ID_OR_DOMAIN}/(?P<report>[a-zA-Z0-9\-_]+)", module="pro-reports")
 async def pro_report(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
     report = req.path_params["report"]

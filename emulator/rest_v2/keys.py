@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.auth import V2_PERMISSIONS, bearer_token, create_api_key, delete_api_key, find_api_key
+from emulator.auth import V2_PERMISSIONS, bearer_token, create_api_key, find_api_key
 from emulator.records import ApiKey
 from emulator.rest import READ, RestError, RestRequest, RestRoutes, invalid_param, missing_params
 from emulator.rest_v2.shapes import key_view
@@ -100,5 +100,5 @@ async def edit_key(req: RestRequest) -> dict[str, Any]:
 
 @routes.add("DELETE", rf"/rest-api/delete-key/{KEY_ID}")
 async def delete_key(req: RestRequest) -> dict[str, Any]:
-    delete_api_key(req.state, _key_or_error(req))
+    req.state.delete_api_key(_key_or_error(req))
     return {"success": 1, "message": "API Key deleted successfully."}

@@ -8,11 +8,10 @@ from typing import Any
 
 from emulator.records import Heartbeat, Monitor, Site
 from emulator.rest import READ, RestError, RestRequest, RestRoutes, invalid_param
-from emulator.rest_v2.common import paged
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, paged
 from emulator.rest_v2.shapes import heartbeat_view, monitor_view
 
 routes = RestRoutes()
-ID = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
 STATUS_CODES = {"down": 0, "up": 1, "pending": 2, "first": 3}
 PERIODS = {"24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 NOT_FOUND = {"success": 0, "message": "Monitor not found."}
@@ -79,7 +78,7 @@ async def count(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "count": len(_monitored(req))}
 
 
-@routes.add(READ, rf"/monitors/{ID}")
+@routes.add(READ, rf"/monitors/{SITE_ID_OR_DOMAIN}")
 async def get_monitor(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
@@ -87,7 +86,7 @@ async def get_monitor(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "data": monitor_view(found[0], found[1], req.state.now(), with_name=True)}
 
 
-@routes.add(READ, rf"/monitors/{ID}/basic")
+@routes.add(READ, rf"/monitors/{SITE_ID_OR_DOMAIN}/basic")
 async def get_basic(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
@@ -98,7 +97,7 @@ async def get_basic(req: RestRequest) -> dict[str, Any]:
 ISO_RANGE = re.compile(r"^\d{4}-\d{2}-\d{2}(T[\d:]+Z?)?/\d{4}-\d{2}-\d{2}(T[\d:]+Z?)?$")
 
 
-@routes.add(READ, rf"/monitors/{ID}/heartbeat")
+@routes.add(READ, rf"/monitors/{SITE_ID_OR_DOMAIN}/heartbeat")
 async def heartbeats(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
@@ -168,7 +167,7 @@ def _z(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-@routes.add(READ, rf"/monitors/{ID}/incidents")
+@routes.add(READ, rf"/monitors/{SITE_ID_OR_DOMAIN}/incidents")
 async def list_incidents(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
@@ -176,13 +175,13 @@ async def list_incidents(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "data": paged(req, incidents(found[1], req.state.now()))}
 
 
-@routes.add(READ, rf"/monitors/{ID}/incidents/count")
+@routes.add(READ, rf"/monitors/{SITE_ID_OR_DOMAIN}/incidents/count")
 async def count_incidents(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     return NOT_FOUND if found is None else {"success": 1, "count": len(incidents(found[1], req.state.now()))}
 
 
-@routes.add("POST", rf"/monitors/{ID}/check")
+@routes.add("POST", rf"/monitors/{SITE_ID_OR_DOMAIN}/check")
 async def check_monitor(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:
@@ -249,7 +248,7 @@ def _apply_settings(monitor: Monitor, body: dict[str, Any]) -> None:
         monitor.active = int(body["active"])
 
 
-@routes.add("PUT,PATCH", rf"/monitors/{ID}/settings")
+@routes.add("PUT,PATCH", rf"/monitors/{SITE_ID_OR_DOMAIN}/settings")
 async def monitor_settings(req: RestRequest) -> dict[str, Any]:
     found = _find(req)
     if found is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from emulator.records import Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, no_route
 from emulator.rest_v2.common import paged, queue_if_large, site_or_404
 from emulator.rest_v2.shapes import client_row, cost_view, site_simple, site_view
@@ -350,23 +351,18 @@ async def non_dashboard_changes(req: RestRequest) -> dict[str, Any]:
 @routes.add(EDITABLE, rf"/sites/{ID}/reconnect")
 async def reconnect(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
-    ok = await req.ops.reconnect(site)
-    return (
-        {"success": int(ok), "data": site_simple(site)}
-        if ok
-        else {"success": 0, "data": site_simple(site), "error": "Unable to reconnect: the site cannot be reached."}
-    )
+    return _connection_answer(site, await req.ops.reconnect(site), "Unable to reconnect: the site cannot be reached.")
 
 
 @routes.add(EDITABLE, rf"/sites/{ID}/disconnect")
 async def disconnect(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
-    ok = await req.ops.disconnect(site, mark_local=False)
-    return (
-        {"success": int(ok), "data": site_simple(site)}
-        if ok
-        else {"success": 0, "data": site_simple(site), "error": "The site cannot be reached."}
-    )
+    return _connection_answer(site, await req.ops.disconnect(site, mark_local=False), "The site cannot be reached.")
+
+
+def _connection_answer(site: Site, ok: bool, failure: str) -> dict[str, Any]:
+    answer = {"success": int(ok), "data": site_simple(site)}
+    return answer if ok else {**answer, "error": failure}
 
 
 @routes.add(EDITABLE, rf"/sites/{ID}/suspend")

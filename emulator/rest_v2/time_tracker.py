@@ -6,14 +6,13 @@ from typing import Any
 
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, missing_params
 from emulator.rest_v2.clients import client_or_404
-from emulator.rest_v2.common import site_or_404
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, site_or_404
 from emulator.rest_v2.shapes import client_view
 
 routes = RestRoutes()
 MODULE = "time-tracker"
 KIND = "time_tracker_tasks"
 CLIENT = r"(?P<id_email>[a-zA-Z0-9\_\-\.\@\%\+]+)"
-SITE = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
 SETTINGS = {"rounding_minutes": 15, "billable_default": True, "currency": "USD", "hourly_rate": 0}
 
 
@@ -78,7 +77,7 @@ async def client_part(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "data": client_view(client, simple=True)}
 
 
-@routes.add(READ, rf"/time-tracker/sites/{SITE}/tasks", module=MODULE)
+@routes.add(READ, rf"/time-tracker/sites/{SITE_ID_OR_DOMAIN}/tasks", module=MODULE)
 async def site_tasks(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
     tasks = [t for t in _tasks(req) if t["site_id"] == site.id]

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from emulator.operations import ItemResult, SiteUnavailable
 from emulator.records import SINGULAR, ItemType, Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, invalid_param
-from emulator.rest_v2.common import queue_if_large, site_or_404
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, queue_if_large, site_or_404
 from emulator.rest_v2.shapes import site_simple, wp_time
 
 routes = RestRoutes()
@@ -118,7 +118,7 @@ def site_update_detail(
     return detail
 
 
-@routes.add(READ, r"/updates/(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)")
+@routes.add(READ, rf"/updates/{SITE_ID_OR_DOMAIN}")
 async def site_updates(req: RestRequest) -> dict[str, Any]:
     site = site_or_404(req)
     return {"success": 1, "data": site_update_detail(req, site, _types(req), req.optional_text("search"))}

@@ -8,9 +8,9 @@ from typing import Any
 
 from emulator.records import Site, SiteUser
 from emulator.rest import READ, RestError, RestRequest, RestRoutes, missing_params
+from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, sites_by_ids
 
 routes = RestRoutes()
-SITE = r"(?P<id_domain>\d+|[A-Za-z0-9\-\.]*[A-Za-z0-9\-]{1,63}\.[A-Za-z]{2,6}(?::\d+)?)"
 ROLES = ("administrator", "editor", "author", "contributor", "subscriber")
 
 
@@ -30,7 +30,7 @@ def _view(site: Site, user: SiteUser) -> dict[str, Any]:
 
 def _target_sites(req: RestRequest) -> list[Site]:
     ids = req.id_list("websites")
-    sites = [req.state.sites[i] for i in ids if i in req.state.sites] if ids else []
+    sites = sites_by_ids(req, ids) if ids else []
     for tag_id in req.id_list("groups") or []:
         sites += req.state.list_sites(tag_id=tag_id)
     for client_id in req.id_list("clients") or []:
@@ -122,7 +122,7 @@ def _find(req: RestRequest) -> tuple[Site, SiteUser]:
     return site, user
 
 
-@routes.add("PUT,PATCH", rf"/users/{SITE}/(?P<user_id>\d+)/edit")
+@routes.add("PUT,PATCH", rf"/users/{SITE_ID_OR_DOMAIN}/(?P<user_id>\d+)/edit")
 async def edit_user(req: RestRequest) -> dict[str, Any]:
     site, user = _find(req)
     if req.has("role"):
@@ -136,7 +136,7 @@ async def edit_user(req: RestRequest) -> dict[str, Any]:
     return {"success": 1, "data": _view(site, user)}
 
 
-@routes.add("DELETE", rf"/users/{SITE}/(?P<user_id>\d+)/delete")
+@routes.add("DELETE", rf"/users/{SITE_ID_OR_DOMAIN}/(?P<user_id>\d+)/delete")
 async def delete_user(req: RestRequest) -> dict[str, Any]:
     site, user = _find(req)
     site.users.remove(user)

@@ -18,6 +18,18 @@ from emulator.config import ALL_MODULES, EmulatorConfig
 app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
 
 
+def parse_work_seconds(text: str) -> dict[str, float]:
+    """`sync=2,update_item=3.5` -> {"sync": 2.0, "update_item": 3.5}."""
+    result: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        try:
+            result[name.strip()] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"--work-seconds wants operation=seconds pairs, not {part!r}") from None
+    return result
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
@@ -30,6 +42,9 @@ def serve(
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
     faults: str = typer.Option("none", help="Fault profile: none, realistic, hostile, or a YAML/JSON file."),
     workers: int = typer.Option(8, min=1, help="Dashboard workers in the capacity model."),
+    work_seconds: str = typer.Option(
+        "", help="Capacity model work times in nominal seconds, e.g. 'sync=2,check=1,update_item=3' (others: default)."
+    ),
     modules: str = typer.Option(
         ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."
     ),
@@ -44,6 +59,7 @@ def serve(
             time_scale=time_scale,
             faults=faults,
             workers=workers,
+            work_seconds=parse_work_seconds(work_seconds),
             modules=frozenset(m.strip() for m in modules.split(",") if m.strip()),
         )
     except ValidationError as error:

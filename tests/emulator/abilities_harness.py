@@ -1,4 +1,4 @@
-"""An in-process emulator with part 2 mounted (abilities, background jobs, faults), its lifespan running, and
+"""An in-process emulator app (abilities, background jobs, faults), optionally with its lifespan running, and
 clients for the Abilities interface with each kind of credential."""
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 
-from emulator.abilities import mount_abilities
 from emulator.abilities.catalog import catalog_for
 from emulator.app import Emulator, create_app
 from emulator.config import EmulatorConfig
-from emulator.faults import install_faults
-from emulator.jobs import BatchJobs, batch_jobs
+from emulator.jobs import BatchJobs
 
 ROOT_URL = "http://emulator.test"
 ABILITIES = "/wp-json/wp-abilities/v1"
@@ -25,8 +23,6 @@ ABILITIES = "/wp-json/wp-abilities/v1"
 
 def build_app(config: EmulatorConfig) -> Starlette:
     app = create_app(config)
-    mount_abilities(app)
-    install_faults(app)
     app.state.emulator.base_url = ROOT_URL + "/wp-json"
     return app
 
@@ -41,7 +37,7 @@ class Dashboard:
 
     @property
     def jobs(self) -> BatchJobs:
-        return batch_jobs(self.emulator)
+        return self.emulator.jobs
 
     @property
     def credentials(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import httpx
 
 from emulator.config import EmulatorConfig
 from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
-from tests.emulator.test_replay import lab_request, lab_setup, shape_problems
+from tests.emulator.test_replay import answer_problems, lab_request, lab_setup, report
 from tests.reference import EXCHANGES, require_reference
 
 STATUS = re.compile(r"^ab-run-get-batch-job-status-v1-(?P<job>.+)-(?P<phase>queued|processing-1of2|completed)$")
@@ -36,22 +36,13 @@ JOB_SOURCES = {
 }
 
 
-class Lab:
-    """Adapter giving E1's lab helpers what they use from an in-process emulator."""
-
-    def __init__(self, board: Dashboard) -> None:
-        self.app = board.app
-        self.emulator = board.emulator
-        self.credentials = board.credentials
-
-
 def lab_config(name: str) -> EmulatorConfig:
     return EmulatorConfig(namespace="mainwp", sites=2, seed=7, time_scale=1e-6,
                           abilities_accept_bearer=name != "ab-auth-mainwp-bearer")
 
 
 async def send(board: Dashboard, exchange: dict[str, Any], job_id: str | None = None) -> httpx.Response:
-    method, path, headers, content = lab_request(Lab(board), exchange["request"])  # type: ignore[arg-type]
+    method, path, headers, content = lab_request(board, exchange["request"])
     if "wrong application password" in (exchange["request"].get("auth") or ""):
         user = board.credentials["application_password"]["username"]
         headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:wrong pass word".encode()).decode()
@@ -72,7 +63,7 @@ async def replay_one(path: Path) -> list[str]:
     name = path.stem
     exchange = json.loads(path.read_text())
     async with dashboard(lab_config(name), lifespan=False) as board:
-        lab_setup(Lab(board), name)  # type: ignore[arg-type]
+        lab_setup(board, name)
         status_phase = STATUS.match(name)
         if "queued" in name or status_phase:
             board.set_option("abilities_batch_threshold", 1)
@@ -88,25 +79,11 @@ async def replay_one(path: Path) -> list[str]:
             for _ in range(PHASE_RUNS[status_phase["phase"]]):
                 await board.jobs.run_once(job_id)
         response = await send(board, exchange, job_id)
-    expected = exchange["response"]
-    problems = [] if response.status_code == expected["status"] else [
-        f"status {response.status_code} != {expected['status']}"]
-    return problems + shape_problems(expected["body"], response.json())
+    return answer_problems(exchange["response"], response)
 
 
 async def test_replay_abilities_exchanges() -> None:
     require_reference()
     files = sorted(EXCHANGES.glob("ab-*.json"))
-    replayed, matched, skipped, failures = 0, 0, [], []
-    for path in files:
-        problems = await replay_one(path)
-        replayed += 1
-        if problems:
-            failures.append(f"{path.stem}: {'; '.join(problems[:4])}")
-        else:
-            matched += 1
-    print(f"\nabilities exchanges: replayed {replayed}, matched {matched}, skipped {len(skipped)}")
-    for line in failures:
-        print("  MISMATCH", line)
-    assert replayed == len(files) == 113
-    assert not failures, "\n".join(failures)
+    assert len(files) == 113
+    report("abilities exchanges", {path.stem: await replay_one(path) for path in files}, skipped=[])

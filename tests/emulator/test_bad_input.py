@@ -130,3 +130,90 @@ async def test_no_route_answers_with_its_own_500(lab: InProcessEmulator, rw: htt
             if response.status_code >= 400 and not (isinstance(body, dict) and {"code", "message"} <= set(body)):
                 problems.append(f"{method} {path}: error without the WordPress body: {body}")
     assert not problems, "\n".join(problems[:20])
+
+
+def wordpress_error(response: httpx.Response) -> str | None:
+    """Why the answer is not a WordPress-style 4xx error body, or None when it is one."""
+    if not 400 <= response.status_code < 500:
+        return f"status {response.status_code}"
+    try:
+        body = response.json()
+    except ValueError:
+        return f"not JSON: {response.text[:80]!r}"
+    if not (isinstance(body, dict) and {"code", "message", "data"} <= set(body)):
+        return f"not a WordPress error body: {body}"
+    if body["data"] is not None and body["data"].get("status") != response.status_code:
+        return f"data.status {body['data'].get('status')} != {response.status_code}"
+    return None
+
+
+BODY_ATTEMPTS = [
+    {"content": b"{broken", "headers": {"Content-Type": "application/json"}},
+    {"content": b"\xff\xfe", "headers": {"Content-Type": "application/json"}},
+    {"json": {"input": {"site_id_or_domain": ["not", "a", "site"], "no_such_param": 1}}},
+    {"json": {"input": {"per_page": "many", "page": -1, "tag_id": "x"}}},
+    {"json": {"input": "just a string"}},
+]
+QUERY_ATTEMPTS = [
+    {"params": {"input": "{not json"}},
+    {"params": {"input": '{"per_page": "many", "no_such_param": 1}'}},
+    {"params": {"input[per_page]": "x", "input[no_such_param]": "1"}},
+    {"params": {"input": '"just a string"'}},
+]
+ABILITY_RUNS = [
+    ("GET", "svc/list-sites-v1"),
+    ("GET", "svc/get-site-v1"),
+    ("POST", "svc/sync-sites-v1"),
+    ("POST", "svc/run-updates-v1"),
+    ("GET", "svc/list-updates-v1"),
+    ("POST", "svc/add-tag-v1"),
+    ("DELETE", "svc/delete-tag-v1"),
+    ("GET", "svc/get-client-v1"),
+    ("GET", "svc/get-batch-job-status-v1"),
+    ("GET", "core/get-site-info"),
+]
+V1_CALLS = [
+    ("GET", "/svc/v1/sites/all-sites"),
+    ("GET", "/svc/v1/sites/get-sites-by-url"),
+    ("POST", "/svc/v1/sites/sync-sites"),
+    ("POST", "/svc/v1/site/sync-site"),
+    ("PUT", "/svc/v1/site/update-site"),
+]
+
+
+async def test_malformed_ability_input_is_a_wordpress_style_4xx(lab: InProcessEmulator) -> None:
+    """Broken JSON, wrong types and unknown parameters on a sample of abilities, where each method reads its
+    input (GET and DELETE: the query; POST: the body). Ground-truth routes: see test_ground_truth."""
+    user = lab.credentials["application_password"]
+    problems = []
+    async with lab.client(auth=(user["username"], user["password"])) as abilities:
+        for method, name in ABILITY_RUNS:
+            for attempt in BODY_ATTEMPTS if method == "POST" else QUERY_ATTEMPTS:
+                response = await abilities.request(method, f"/wp-abilities/v1/abilities/{name}/run", **attempt)
+                if (reason := wordpress_error(response)) is not None:
+                    problems.append(f"{method} {name} {attempt}: {reason}")
+        for path in ("/wp-abilities/v1/abilities?per_page=500", "/wp-abilities/v1/abilities?page=x",
+                     "/wp-abilities/v1/abilities/svc/nope", "/wp-abilities/v1/categories/nope"):
+            if (reason := wordpress_error(await abilities.get(path))) is not None:
+                problems.append(f"GET {path}: {reason}")
+    assert not problems, "\n".join(problems[:20])
+
+
+async def test_malformed_input_to_legacy_v1_never_breaks_it(lab: InProcessEmulator) -> None:
+    """v1 answers with its own error bodies (`{"ERROR": ...}`) or ignores what it does not read, as the real one;
+    it must never answer with a 5xx or anything but JSON."""
+    v1 = lab.credentials["v1"]
+    keys = {"consumer_key": v1["consumer_key"], "consumer_secret": v1["consumer_secret"]}
+    problems = []
+    async with lab.client() as client:
+        for method, path in V1_CALLS:
+            for attempt in [*BODY_ATTEMPTS[:2], {"params": {"site_id": "x", "url[]": "a", "unknown": "1"}}]:
+                params = {**keys, **attempt.get("params", {})}
+                response = await client.request(method, path, **{**attempt, "params": params})
+                try:
+                    response.json()
+                except ValueError:
+                    problems.append(f"{method} {path} {attempt}: not JSON: {response.text[:80]!r}")
+                if response.status_code >= 500:
+                    problems.append(f"{method} {path} {attempt}: {response.status_code} {response.text[:120]}")
+    assert not problems, "\n".join(problems[:20])

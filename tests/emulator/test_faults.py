@@ -16,7 +16,7 @@ import uvicorn
 
 from emulator.config import EmulatorConfig
 from emulator.faults import PROFILES, DroppedConnection, FaultController, FaultProfileError, load_profile
-from emulator.testing import free_port
+from emulator.testing import InProcessEmulator, free_port
 from tests.emulator.abilities_harness import ROOT_URL, build_app, dashboard, run
 
 REQUESTS = 3000
@@ -81,7 +81,7 @@ async def test_profiles_produce_their_advertised_rates(name: str) -> None:
                 outcomes["errors"] += 1
             else:
                 assert response.status_code == 401  # the route's own answer: no credentials
-        latencies = sorted(board.emulator.extras["faults"].latencies_ms)
+        latencies = sorted(board.emulator.faults.latencies_ms)
     assert within(outcomes["errors"], REQUESTS, profile.error_rate), outcomes
     assert within(outcomes["throttled"], REQUESTS, profile.throttle_rate), outcomes
     assert within(outcomes["dropped"], REQUESTS, profile.drop_rate), outcomes
@@ -117,7 +117,7 @@ async def test_fleet_effects_match_the_rates_and_are_undone_on_switch() -> None:
         reachable_before = {s.id for s in state.sites.values() if s.reachable}
         faults_before = {s.id: dict(s.fail_items) for s in state.sites.values()}
         pending = sum(len(state.pending_updates(s, respect_ignores=False)) for s in state.sites.values())
-        controller: FaultController = board.emulator.extras["faults"]
+        controller: FaultController = board.emulator.faults
         controller.switch(PROFILES["hostile"])
         offline = reachable_before - {s.id for s in state.sites.values() if s.reachable}
         modes = Counter(mode for s in state.sites.values() for key, mode in s.fail_items.items()
@@ -164,7 +164,7 @@ def test_a_dropped_connection_over_a_real_socket() -> None:
     """The server sends the headers and cuts the connection: the client sees an incomplete answer."""
     profile = {"extends": "none", "drop_rate": 1.0}
     app = build_app(EmulatorConfig(namespace="svc", sites=3, seed=1, time_scale=1e-5))
-    app.state.emulator.extras["faults"].switch(load_profile(profile))
+    app.state.emulator.faults.switch(load_profile(profile))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -175,10 +175,47 @@ def test_a_dropped_connection_over_a_real_socket() -> None:
             time.sleep(0.01)
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
             httpx.get(f"http://127.0.0.1:{port}/wp-json/wp-abilities/v1/categories", timeout=5)
-        app.state.emulator.extras["faults"].switch(load_profile({"extends": "none", "throttle_rate": 1.0}))
+        app.state.emulator.faults.switch(load_profile({"extends": "none", "throttle_rate": 1.0}))
         throttled = httpx.get(f"http://127.0.0.1:{port}/wp-json/wp-abilities/v1/categories", timeout=5)
         assert throttled.status_code == 429 and throttled.headers["Retry-After"] == "5"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         app.state.emulator.state.close()
+
+
+def fleet_faults(truth: dict) -> dict[str, tuple[bool, dict[str, str]]]:
+    return {site_id: (site["reachable"], site["fail_items"]) for site_id, site in truth["sites"].items()}
+
+
+async def test_a_restart_with_the_same_db_keeps_the_profiles_fleet_effects_and_can_still_undo_them(
+    tmp_path: Path,
+) -> None:
+    """The profile's offline sites and failing items are stored, not drawn again on top of the stored fleet."""
+    config = EmulatorConfig(namespace="svc", sites=120, seed=4, time_scale=1e-6, faults="hostile",
+                            db=tmp_path / "fleet.db")
+    admin = {"X-Emulator-Token": config.admin_token.get_secret_value()}
+    first = InProcessEmulator(config)
+    async with httpx.AsyncClient(transport=first.transport, base_url=first.root_url, headers=admin) as client:
+        drawn = fleet_faults((await client.get("/__emulator__/state")).json())
+        victim = min(int(i) for i, (reachable, _) in drawn.items() if not reachable)
+        await client.post("/__emulator__/faults/reachable", json={"site_id": victim, "reachable": True})
+        before_restart = fleet_faults((await client.get("/__emulator__/state")).json())
+    first.close()
+
+    second = InProcessEmulator(config)
+    async with httpx.AsyncClient(transport=second.transport, base_url=second.root_url, headers=admin) as client:
+        after_restart = (await client.get("/__emulator__/state")).json()
+        await client.put("/__emulator__/faults", json={"profile": "none"})
+        undone = fleet_faults((await client.get("/__emulator__/state")).json())
+    second.close()
+    calm = InProcessEmulator(config.model_copy(update={"faults": "none", "db": None}))
+    async with httpx.AsyncClient(transport=calm.transport, base_url=calm.root_url, headers=admin) as client:
+        never_faulted = fleet_faults((await client.get("/__emulator__/state")).json())
+    calm.close()
+
+    assert drawn != never_faulted, "the hostile profile changed the fleet"
+    assert fleet_faults(after_restart) == before_restart
+    assert after_restart["faults"]["counts"]["sites_offline"] == sum(not r for r, _ in drawn.values()) - sum(
+        not r for r, _ in never_faulted.values())
+    assert undone == never_faulted

@@ -9,11 +9,12 @@ import json
 import secrets
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import httpx
 
+from emulator.app import Emulator
 from emulator.auth import create_api_key
 from emulator.config import EmulatorConfig
 from emulator.records import Heartbeat, Item
@@ -28,7 +29,17 @@ QUEUED = ("v2-sites-sync-all-queued", "v2-updates-update-all-sites-queued", "v2-
 NEVER_CHECKED = ("v2-monitors-id-before-check", "v2-monitors")
 
 
-def lab_setup(lab: InProcessEmulator, name: str) -> None:
+class Lab(Protocol):
+    """An emulator under replay: an `InProcessEmulator`, or the abilities harness's `Dashboard`."""
+
+    @property
+    def emulator(self) -> Emulator: ...
+
+    @property
+    def credentials(self) -> dict[str, Any]: ...
+
+
+def lab_setup(lab: Lab, name: str) -> None:
     """Shape the generated 2-site fleet into the lab's dashboard for exchange `name`."""
     state, ops = lab.emulator.state, lab.emulator.operations
     now = time.time()
@@ -80,7 +91,7 @@ def lab_setup(lab: InProcessEmulator, name: str) -> None:
         {"tool": "renew-connections", "total": 2, "processed": 2, "failed": 0, "errors": [], "completed_at": int(now)},
     )
     site1 = state.sites[1]
-    if name in QUEUED:  # captured with the lab's threshold of 1 (queueing is part 2's job service)
+    if name in QUEUED:  # captured with the lab's threshold of 1
         state.set_option("mainwp_abilities_batch_threshold", 1)
     if name in NEVER_CHECKED:
         for site in state.sites.values():
@@ -95,9 +106,7 @@ def lab_setup(lab: InProcessEmulator, name: str) -> None:
     elif name in ("v2-tags-id-remove-again",):
         state.delete_tag(state.tags[2])
     elif name == "v2-rest-api-delete-key-again":
-        from emulator.auth import delete_api_key
-
-        delete_api_key(state, state.api_keys[4])
+        state.delete_api_key(state.api_keys[4])
     elif name == "v2-updates-site-update-plugins-partial-failure":
         ops.set_item_fault(site1, "plugin", "lab-extra/lab-extra.php", "fail")
     elif name in ("v2-updates-site-update-themes-404-failure", "v2-updates-site-update-themes-fails"):
@@ -121,7 +130,7 @@ def lab_setup(lab: InProcessEmulator, name: str) -> None:
         state.sites[2].client_id = 0
 
 
-def lab_request(lab: InProcessEmulator, request: dict[str, Any]) -> tuple[str, str, dict[str, str], Any]:
+def lab_request(lab: Lab, request: dict[str, Any]) -> tuple[str, str, dict[str, str], Any]:
     """The captured request with the redacted credentials replaced by this emulator's."""
     creds = lab.credentials
     boot = lab.emulator.state.meta["bootstrap"]["api_keys"]
@@ -206,34 +215,36 @@ def exchange_files() -> list[Path]:
     return sorted(p for p in EXCHANGES.glob("v[12]-*.json"))
 
 
+def answer_problems(expected: dict[str, Any], response: httpx.Response) -> list[str]:
+    """How our answer differs from the captured one in status and shape (empty when it matches)."""
+    got, wanted = response.status_code, expected["status"]
+    return ([] if got == wanted else [f"status {got} != {wanted}"]) + shape_problems(expected["body"], response.json())
+
+
+def report(label: str, problems: dict[str, list[str]], skipped: list[str]) -> None:
+    """Print how many exchanges were replayed, matched and skipped, then fail on any mismatch."""
+    failures = [f"{name}: {'; '.join(found[:4])}" for name, found in problems.items() if found]
+    print(f"\n{label}: replayed {len(problems)}, matched {len(problems) - len(failures)}, skipped {len(skipped)}")
+    for line in skipped:
+        print("  skipped", line)
+    for line in failures:
+        print("  MISMATCH", line)
+    assert not failures, "\n".join(failures)
+
+
 async def test_replay_real_exchanges() -> None:
     require_reference()
-    replayed, matched, skipped, failures = 0, 0, [], []
+    problems: dict[str, list[str]] = {}
+    skipped = [f"{path.stem}: {SKIPPED[path.stem]}" for path in exchange_files() if path.stem in SKIPPED]
     for path in exchange_files():
-        name = path.stem
-        if name in SKIPPED:
-            skipped.append(f"{name}: {SKIPPED[name]}")
+        if path.stem in SKIPPED:
             continue
         exchange = json.loads(path.read_text())
         lab = InProcessEmulator(EmulatorConfig(namespace="mainwp", sites=2, seed=7, time_scale=1e-6))
-        lab_setup(lab, name)
+        lab_setup(lab, path.stem)
         method, url, headers, content = lab_request(lab, exchange["request"])
         async with httpx.AsyncClient(transport=lab.transport, base_url=lab.root_url + "/wp-json") as client:
             response = await client.request(method, url, headers=headers, content=content)
         lab.close()
-        replayed += 1
-        expected = exchange["response"]
-        problems = (
-            []
-            if response.status_code == expected["status"]
-            else [f"status {response.status_code} != {expected['status']}"]
-        )
-        problems += shape_problems(expected["body"], response.json())
-        if problems:
-            failures.append(f"{name}: {'; '.join(problems[:4])}")
-        else:
-            matched += 1
-    print(f"\nreplayed {replayed}, matched {matched}, skipped {len(skipped)}")
-    for line in skipped:
-        print("  skipped", line)
-    assert not failures, "\n".join(failures)
+        problems[path.stem] = answer_problems(exchange["response"], response)
+    report("REST exchanges", problems, skipped)
