@@ -1,6 +1,7 @@
 """Emulator benchmark: start-up time at 50 / 1,000 / 10,000 sites, requests per second on `/sites`,
-`/updates` and a per-site update route, and a queued sync job's wall time next to the capacity model's lower
-bound (from the ground truth), each against a real `fleet emulator serve` process.
+`/updates` and a per-site update route, a full paged `list-updates-v1` listing at 10,000 sites, and a queued
+sync job's wall time next to the capacity model's lower bound (from the ground truth), each against a real
+`fleet emulator serve` process.
 
 Prints a table and writes bench/results/emulator.json. Run: `python bench/emulator.py [--seconds 3]`.
 """
@@ -126,6 +127,33 @@ async def throughput(sites: int, seconds: float, concurrency: int, results: list
             stop_server(process)
 
 
+async def paged_listing(sites: int, results: list[dict[str, Any]]) -> None:
+    """Page through `list-updates-v1` (200 per page, the maximum) over the whole fleet, as the client does."""
+    with tempfile.TemporaryDirectory() as tmp:
+        credentials_path = Path(tmp) / "credentials.json"
+        process, _ = start_server(sites, credentials_path)
+        try:
+            creds = json.loads(credentials_path.read_text())
+            app = creds["application_password"]
+            url = f"{creds['abilities_url']}/abilities/{creds['namespace']}/list-updates-v1/run"
+            async with httpx.AsyncClient(auth=(app["username"], app["password"]), timeout=300) as client:
+                started = time.perf_counter()
+                page = listed = total = pages = 0
+                while page == 0 or listed < total:
+                    page += 1
+                    answer = await client.get(url, params={"input": json.dumps({"page": page, "per_page": 200})})
+                    answer.raise_for_status()
+                    body = answer.json()
+                    total, listed, pages = body["total"], listed + len(body["updates"]), pages + 1
+                    if not body["updates"]:
+                        break
+                wall = time.perf_counter() - started
+        finally:
+            stop_server(process)
+    results.append({"sites": sites, "pages": pages, "updates": listed, "wall_seconds": round(wall, 2),
+                    "mean_page_ms": round(1000 * wall / max(pages, 1), 1)})
+
+
 async def job_against_capacity(sites: int, time_scale: float, results: list[dict[str, Any]]) -> None:
     """Queue a sync of the whole fleet through REST v2 and time it to completion; the ground truth gives the
     modelled work and its lower bound (work / workers, scaled), the cron schedule gives the delay floor."""
@@ -179,6 +207,8 @@ def main() -> None:
     throughput_rows: list[dict[str, Any]] = []
     for sites in (1_000, 10_000):
         asyncio.run(throughput(sites, args.seconds, args.concurrency, throughput_rows))
+    listing_rows: list[dict[str, Any]] = []
+    asyncio.run(paged_listing(10_000, listing_rows))
     job_rows: list[dict[str, Any]] = []
     asyncio.run(job_against_capacity(1_000, 0.001, job_rows))
 
@@ -193,6 +223,11 @@ def main() -> None:
             f"{row['sites']:>6} | {row['route']:<34} | {row['concurrency']:>4} | "
             f"{row['requests_per_second']:>8} | {row['mean_latency_ms']:>8} | {row['error_answers']:>6}"
         )
+    print("\nA full paged list-updates-v1 listing (200 per page, real socket)")
+    print(f"{'sites':>6} | {'pages':>5} | {'updates':>7} | {'wall (s)':>8} | {'ms/page':>8}")
+    for row in listing_rows:
+        print(f"{row['sites']:>6} | {row['pages']:>5} | {row['updates']:>7} | {row['wall_seconds']:>8} | "
+              f"{row['mean_page_ms']:>8}")
     print("\nA queued sync of the whole fleet (REST v2), wall time next to the capacity model (ground truth)")
     print(f"{'sites':>6} | {'scale':>6} | {'workers':>7} | {'work (s)':>8} | {'bound (s)':>9} | {'cron (s)':>8} | "
           f"{'wall (s)':>8} | status")
@@ -209,6 +244,7 @@ def main() -> None:
                 "python": platform.python_version(),
                 "startup": startup,
                 "throughput": throughput_rows,
+                "paged_listing": listing_rows,
                 "job_against_capacity": job_rows,
             },
             indent=2,

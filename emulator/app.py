@@ -1,5 +1,5 @@
-"""ASGI assembly: the WordPress REST index, REST v2, legacy v1, the ground-truth routes and the
-Abilities interface with its background jobs, and the fault middleware."""
+"""ASGI assembly: the WordPress REST index, REST v2, legacy v1, the ground-truth routes, the child sites' own
+pages, the Abilities interface with its background jobs, and the fault middleware."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from emulator.operations import SiteOperations
 from emulator.rest import RestRoutes, no_route
 from emulator.rest_v1 import build_v1_routes
 from emulator.rest_v2.routes import build_v2_routes
+from emulator.site_pages import site_page_routes
 from emulator.state import FleetState
 
 
@@ -129,6 +130,7 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     routes: list[BaseRoute] = [
         *ground_truth_routes(),
+        *site_page_routes(),
         *abilities_routes(emulator),
         Route("/wp-json", wp_json, methods=methods),
         Route("/wp-json/{path:path}", wp_json, methods=methods),  # the catch-all: keep it last

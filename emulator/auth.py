@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from emulator.records import ApiKey, V1Key
+from emulator.site_pages import site_url_template
 
 if TYPE_CHECKING:
     from emulator.state import FleetState
@@ -144,6 +145,7 @@ def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str,
         },
         "application_password": dict(boot["application_password"]),
         "admin_token": admin_token,
+        "site_url_template": site_url_template(root.removesuffix("/wp-json")),
     }
 
 

@@ -4,9 +4,11 @@ A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
 - per request, on every dashboard route (never on `/__emulator__`): a latency drawn from a log-normal
   distribution, 5xx answers, 429 answers with `Retry-After`, and dropped connections (the request is
   processed, then the connection is cut before the answer is complete);
-- on the fleet: sites going offline and update items that fail (a clear error) or fail silently (reported
-  as success, version unmoved), drawn once when the profile is applied, stored with the fleet (a restart with
-  the same database and profile keeps them as they were) and undone when the profile is replaced;
+- on the fleet: sites going offline and update items that fail (a clear error), fail silently (reported
+  as success, version unmoved) or break the site's front end when applied (a bad release: the update
+  succeeds, then the site's pages are WordPress's critical-error page), drawn once when the profile is
+  applied, stored with the fleet (a restart with the same database and profile keeps them as they were) and
+  undone when the profile is replaced;
 - on background jobs: a job whose cron never fires (it stays queued until it expires) and a job slowed until
   it hits the 4 h timeout.
 Delays injected here are dashboard delays too: they are scaled by the clock like every other.
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from emulator.operations import FaultMode, SiteOperations
     from emulator.state import FleetState
 
-EXEMPT_PREFIX = "/__emulator__"
+EXEMPT_PREFIXES = ("/__emulator__", "/__sites__")  # ground truth, and the child sites' own pages
 
 
 class FaultProfile(BaseModel):
@@ -53,6 +55,7 @@ class FaultProfile(BaseModel):
     site_offline_rate: float = Field(0.0, ge=0, le=1)
     update_failure_rate: float = Field(0.0, ge=0, le=1)
     silent_failure_rate: float = Field(0.0, ge=0, le=1)
+    site_breaking_rate: float = Field(0.0, ge=0, le=1, description="pending items whose update breaks the front end")
     stuck_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs whose cron never fires")
     slow_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs slowed until the 4 h timeout")
 
@@ -64,8 +67,8 @@ class FaultProfile(BaseModel):
     def model_post_init(self, _context: object) -> None:
         if self.error_rate + self.throttle_rate + self.drop_rate > 1:
             raise ValueError("error_rate + throttle_rate + drop_rate must not exceed 1")
-        if self.update_failure_rate + self.silent_failure_rate > 1:
-            raise ValueError("update_failure_rate + silent_failure_rate must not exceed 1")
+        if self.update_failure_rate + self.silent_failure_rate + self.site_breaking_rate > 1:
+            raise ValueError("update_failure_rate + silent_failure_rate + site_breaking_rate must not exceed 1")
         if self.stuck_job_rate + self.slow_job_rate > 1:
             raise ValueError("stuck_job_rate + slow_job_rate must not exceed 1")
 
@@ -75,13 +78,13 @@ PROFILES: dict[str, FaultProfile] = {
     "realistic": FaultProfile(
         name="realistic", latency_median_ms=120, latency_sigma=0.6, latency_max_ms=10_000,
         error_rate=0.01, throttle_rate=0.01, retry_after_seconds=2, drop_rate=0.002,
-        site_offline_rate=0.02, update_failure_rate=0.03, silent_failure_rate=0.01,
+        site_offline_rate=0.02, update_failure_rate=0.03, silent_failure_rate=0.01, site_breaking_rate=0.01,
         stuck_job_rate=0.01, slow_job_rate=0.01,
     ),
     "hostile": FaultProfile(
         name="hostile", latency_median_ms=400, latency_sigma=1.0, latency_max_ms=20_000,
         error_rate=0.08, throttle_rate=0.08, retry_after_seconds=5, drop_rate=0.03,
-        site_offline_rate=0.10, update_failure_rate=0.15, silent_failure_rate=0.05,
+        site_offline_rate=0.10, update_failure_rate=0.15, silent_failure_rate=0.05, site_breaking_rate=0.05,
         stuck_job_rate=0.25, slow_job_rate=0.25,
     ),
 }
@@ -136,6 +139,7 @@ class FaultController:
         stored = state.records(self.STORE_KIND).get("applied")
         self._applied_offline: list[int] = list(stored["offline"]) if stored else []
         self._applied_items: list[tuple[int, str, str]] = [tuple(i) for i in stored["items"]] if stored else []
+        self._applied_breaking: list[tuple[int, str, str]] = [tuple(i) for i in (stored or {}).get("breaking", [])]
         self._reset_streams()
         if stored is None or stored["profile"] != profile.model_dump():
             self.revert_fleet_effects()
@@ -194,7 +198,8 @@ class FaultController:
     # ---- on the fleet --------------------------------------------------------------------------------------
 
     def apply_fleet_effects(self) -> None:
-        """Take a seeded sample of sites offline and mark a seeded sample of pending update items to fail."""
+        """Take a seeded sample of sites offline and mark a seeded sample of pending update items to fail or to
+        break their site (one draw per item, so adding the breaking rate leaves the failing sample as it was)."""
         p = self.profile
         rng = random.Random(f"{self.seed}:fleet:{p.name}")
         if p.site_offline_rate > 0:
@@ -202,7 +207,7 @@ class FaultController:
                 if rng.random() < p.site_offline_rate and site.reachable:
                     self.operations.set_reachable(site, False)
                     self._applied_offline.append(site.id)
-        if p.update_failure_rate + p.silent_failure_rate > 0:
+        if p.update_failure_rate + p.silent_failure_rate + p.site_breaking_rate > 0:
             for site in self.state.sites.values():
                 for update in self.state.pending_updates(site, respect_ignores=False):
                     draw = rng.random()
@@ -212,10 +217,13 @@ class FaultController:
                         mode: FaultMode = "fail"
                     elif draw < p.update_failure_rate + p.silent_failure_rate:
                         mode = "silent"
+                    elif draw < p.update_failure_rate + p.silent_failure_rate + p.site_breaking_rate:
+                        mode = "break"
                     else:
                         continue
                     self.operations.set_item_fault(site, update.type, update.slug, mode)
-                    self._applied_items.append((site.id, update.type, update.slug))
+                    applied = self._applied_breaking if mode == "break" else self._applied_items
+                    applied.append((site.id, update.type, update.slug))
         self._save_fleet_effects()
 
     def revert_fleet_effects(self) -> None:
@@ -223,11 +231,13 @@ class FaultController:
             site = self.state.sites.get(site_id)
             if site is not None:
                 self.operations.set_reachable(site, True)
-        for site_id, item_type, slug in self._applied_items:
+        for site_id, item_type, slug in self._applied_items + self._applied_breaking:
             site = self.state.sites.get(site_id)
             if site is not None:
                 self.operations.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
-        self._applied_offline, self._applied_items = [], []
+                if site.broken_by == f"{item_type}:{slug}":
+                    self.operations.set_front_end_broken(site, False)
+        self._applied_offline, self._applied_items, self._applied_breaking = [], [], []
         self._save_fleet_effects()
 
     def _save_fleet_effects(self) -> None:
@@ -235,11 +245,13 @@ class FaultController:
             "profile": self.profile.model_dump(),
             "offline": self._applied_offline,
             "items": [list(item) for item in self._applied_items],
+            "breaking": [list(item) for item in self._applied_breaking],
         })
 
     def _count_fleet_effects(self) -> None:
         self.counts["sites_offline"] = len(self._applied_offline)
         self.counts["items_failing"] = len(self._applied_items)
+        self.counts["items_breaking"] = len(self._applied_breaking)
 
     def snapshot(self) -> dict[str, Any]:
         ordered = sorted(self.latencies_ms)
@@ -284,7 +296,7 @@ class FaultMiddleware:
         self.emulator = emulator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIX):
+        if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIXES):
             await self.app(scope, receive, send)
             return
         controller = self.emulator.faults

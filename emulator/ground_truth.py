@@ -1,7 +1,8 @@
 """Ground truth for tests and benchmarks, outside the dashboard's namespaces and guarded by the admin token:
 what is really installed, what the dashboard lists, ignore lists, request counts, jobs, the capacity model's
-ledger and the fault counters; and the switches that make an item fail, take a site offline or change the
-fault profile. Bad input gets the same WordPress-style error body as the dashboard's own routes."""
+ledger and the fault counters; and the switches that make an item fail, take a site offline, break or fix a
+site's front end, or change the fault profile. Bad input gets the same WordPress-style error body as the
+dashboard's own routes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from emulator.dispatch import json_response
 from emulator.faults import FaultProfileError, load_profile
 from emulator.records import ITEM_TYPES, Item, ItemType, Site
 from emulator.rest import RestError
+from emulator.site_pages import front_end_status
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -137,6 +139,8 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
             "ignore_theme_updates": site.ignore_theme_updates,
         },
         "fail_items": site.fail_items,
+        "front_end": {"status": front_end_status(site), "broken": bool(site.broken_by),
+                      "broken_by": site.broken_by or None},
     }
 
 
@@ -169,13 +173,14 @@ async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
 
 @admin_only
 async def set_item_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
-    """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|null}."""
+    """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|"break"|null}; "break": the
+    item's next update succeeds and breaks the site's front end (a critical-error page until fixed)."""
     body = await json_object(request)
     site = site_in(emulator, body)
     item_type, slug = item_in(site, body)
     mode = body.get("mode")
-    if mode not in ("fail", "silent", None):
-        raise GroundTruthError("mode must be fail, silent or null")
+    if mode not in ("fail", "silent", "break", None):
+        raise GroundTruthError("mode must be fail, silent, break or null")
     emulator.operations.set_item_fault(site, item_type, "wordpress" if item_type == "wp" else slug, mode)
     return {"site_id": site.id, "type": item_type, "slug": slug, "mode": mode}
 
@@ -189,6 +194,17 @@ async def set_reachable(request: Request, emulator: Emulator) -> dict[str, Any]:
         raise GroundTruthError("reachable must be true or false")
     emulator.operations.set_reachable(site, body["reachable"])
     return {"site_id": site.id, "reachable": site.reachable}
+
+
+@admin_only
+async def set_front_end(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {site_id, broken: bool}: break the site's front end directly, or fix it whatever broke it."""
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    if not isinstance(body.get("broken"), bool):
+        raise GroundTruthError("broken must be true or false")
+    emulator.operations.set_front_end_broken(site, body["broken"])
+    return {"site_id": site.id, "front_end": front_end_status(site), "broken_by": site.broken_by or None}
 
 
 @admin_only
@@ -240,6 +256,7 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/faults", faults, methods=["GET", "PUT", "POST"]),
         Route(f"{PREFIX}/faults/items", set_item_fault, methods=["POST"]),
         Route(f"{PREFIX}/faults/reachable", set_reachable, methods=["POST"]),
+        Route(f"{PREFIX}/faults/front-end", set_front_end, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),
     ]

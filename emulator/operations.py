@@ -15,7 +15,7 @@ from emulator.records import Item, ItemType, Site
 from emulator.state import FleetState
 
 Outcome = Literal["updated", "failed", "silent", "stale"]
-FaultMode = Literal["fail", "silent"]
+FaultMode = Literal["fail", "silent", "break"]
 
 
 class SiteUnavailable(Exception):
@@ -209,7 +209,8 @@ class SiteOperations:
         def result(old: str, new: str, outcome: Outcome, error: str = "") -> ItemResult:
             return ItemResult(site.id, item_type, slug, item.name, old, new, outcome, error)
 
-        fault = site.fail_items.get(f"{item_type}:{slug}")
+        key = f"{item_type}:{slug}"
+        fault = site.fail_items.get(key)
         if fault == "fail":
             return result(item.version, item.version, "failed", "Core update failed." if core else "Download failed.")
         if fault == "silent":
@@ -224,6 +225,11 @@ class SiteOperations:
             item.known_version, item.known_offer = item.version, None
         if core:
             site.set_core_item(item)
+        if fault == "break":  # a bad release: installed fine, the front end now dies with a fatal error
+            site.broken_by = key
+            del site.fail_items[key]
+        elif site.broken_by == key:  # the next release of the culprit fixes it
+            site.broken_by = ""
         return result(old, item.version if versioned else "", "updated")
 
     # ---- connection and suspension -------------------------------------------------------------------------
@@ -260,12 +266,18 @@ class SiteOperations:
     # ---- ground truth switches (tests, benchmarks) ---------------------------------------------------------
 
     def set_item_fault(self, site: Site, item_type: ItemType, slug: str, mode: FaultMode | None) -> None:
-        """Make the next runs of one item fail (a clear error) or fail silently (success, version unmoved)."""
+        """Make the next runs of one item fail (a clear error), fail silently (success, version unmoved) or
+        break the site's front end (success, then every page is WordPress's critical-error page)."""
         key = f"{item_type}:{slug}"
         if mode is None:
             site.fail_items.pop(key, None)
         else:
             site.fail_items[key] = mode
+        self.state.save_site(site)
+
+    def set_front_end_broken(self, site: Site, broken: bool) -> None:
+        """Break the site's front end directly, or fix it whatever broke it."""
+        site.broken_by = "ground-truth" if broken else ""
         self.state.save_site(site)
 
     def set_reachable(self, site: Site, reachable: bool) -> None:

@@ -128,6 +128,7 @@ class Site:
     health_score: int = 100
     added: float = 0.0
     fail_items: dict[str, str] = field(default_factory=dict)
+    broken_by: str = ""  # "type:slug" of the update that broke the front end ("ground-truth" when set directly)
     monitor: Monitor | None = None
     posts: list[Post] = field(default_factory=list)
     users: list[SiteUser] = field(default_factory=list)

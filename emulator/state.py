@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from emulator.config import EmulatorConfig
 from emulator.fleet import generate_fleet
@@ -30,6 +30,7 @@ from emulator.records import (
 )
 from emulator.store import RecordStore
 
+T = TypeVar("T")
 SITE_STATUSES = ("any", "connected", "disconnected", "suspended", "available_update")
 
 
@@ -101,6 +102,9 @@ class FleetState:
         self.tool_jobs: dict[str, dict[str, Any]] = {}
         self._records: dict[str, dict[str, Any]] = {}
         self.view_cache: dict[int, dict[str, Any]] = {}  # encoded REST views, dropped whenever a site is saved
+        # pending lists per site, and fleet-wide listings derived from them: dropped by `_changed`
+        self._pending: dict[int, dict[tuple[Any, ...], list[PendingUpdate]]] = {}
+        self._listings: dict[Hashable, Any] = {}
         self.meta: dict[str, Any] = {}
         self.request_counts: Counter[str] = Counter()
         self.now: Callable[[], float] = time.time  # the dashboard's clock; `build_emulator` sets `Clock.now`
@@ -187,14 +191,31 @@ class FleetState:
         self.store.put("meta", "meta", self.meta)
 
     def save_site(self, site: Site) -> None:
-        """Persist a changed site. Every change to a site must end here (the REST views are cached until then)."""
-        self.view_cache.pop(site.id, None)
+        """Persist a changed site. Every change to a site must end here (its REST views, pending list and the
+        fleet-wide listings are cached until then)."""
+        self._changed(site.id)
         self.store.put("site", site.id, site.to_row())
 
     def save_sites(self, sites: list[Site]) -> None:
         for site in sites:
-            self.view_cache.pop(site.id, None)
+            self._changed(site.id)
         self.store.put_many("site", ((s.id, s.to_row()) for s in sites))
+
+    def _changed(self, site_id: int | None) -> None:
+        """Drop what was derived from one site (None: from the ignore lists every site shares)."""
+        if site_id is None:
+            self._pending.clear()
+        else:
+            self.view_cache.pop(site_id, None)
+            self._pending.pop(site_id, None)
+        self._listings.clear()
+
+    def listing(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A fleet-wide derived value (e.g. a listing's encoded rows), built once and kept until any site or
+        ignore list changes. Callers must not mutate what they get back."""
+        if key not in self._listings:
+            self._listings[key] = build()
+        return self._listings[key]
 
     def save_tag(self, tag: Tag) -> None:
         self.store.put("tag", tag.id, record_to_row(tag))
@@ -238,6 +259,7 @@ class FleetState:
         return self.options.get(self.config.name(suffix))
 
     def save_global_ignores(self) -> None:
+        self._changed(None)
         self.store.put("ignore", "global", self.global_ignores)
 
     def save_job(self, job_id: str, data: dict[str, Any]) -> None:
@@ -265,6 +287,7 @@ class FleetState:
         self.store.put(f"x:{kind}", key, data)
 
     def _index_site(self, site: Site) -> None:
+        self._changed(site.id)
         self.sites[site.id] = site
         self._domains[normalise_domain(site.url)] = site.id
 
@@ -367,7 +390,7 @@ class FleetState:
 
     def remove_site(self, site: Site) -> None:
         self.sites.pop(site.id, None)
-        self.view_cache.pop(site.id, None)
+        self._changed(site.id)
         self._domains.pop(normalise_domain(site.url), None)
         self.store.delete("site", site.id)
 
@@ -395,7 +418,17 @@ class FleetState:
     def pending_updates(
         self, site: Site, types: tuple[ItemType, ...] | None = None, *, respect_ignores: bool = True
     ) -> list[PendingUpdate]:
-        """What the dashboard lists for a site: its stored copy from the last sync, ignored items left out."""
+        """What the dashboard lists for a site: its stored copy from the last sync, ignored items left out.
+        Cached per site until the site or the global ignore list is saved."""
+        cached = self._pending.setdefault(site.id, {})
+        key = (types, respect_ignores)
+        if key not in cached:
+            cached[key] = self._build_pending_updates(site, types, respect_ignores)
+        return list(cached[key])
+
+    def _build_pending_updates(
+        self, site: Site, types: tuple[ItemType, ...] | None, respect_ignores: bool
+    ) -> list[PendingUpdate]:
         wanted = types or ("wp", "plugin", "theme", "translation")
         result: list[PendingUpdate] = []
         if (
@@ -446,16 +479,21 @@ class FleetState:
         search: str | None = None,
         respect_ignores: bool = True,
     ) -> list[PendingUpdate]:
-        """Every listed update across the fleet, in one linear pass."""
-        sites = [self.sites[i] for i in site_ids if i in self.sites] if site_ids else self.sites.values()
-        needle = search.lower() if search else None
-        result: list[PendingUpdate] = []
-        for site in sites:
-            for update in self.pending_updates(site, types, respect_ignores=respect_ignores):
-                if needle and needle not in update.slug.lower() and needle not in update.name.lower():
-                    continue
-                result.append(update)
-        return result
+        """Every listed update across the fleet, in one linear pass (cached as a `listing`)."""
+
+        def build() -> list[PendingUpdate]:
+            sites = [self.sites[i] for i in site_ids if i in self.sites] if site_ids else self.sites.values()
+            needle = search.lower() if search else None
+            result: list[PendingUpdate] = []
+            for site in sites:
+                for update in self.pending_updates(site, types, respect_ignores=respect_ignores):
+                    if needle and needle not in update.slug.lower() and needle not in update.name.lower():
+                        continue
+                    result.append(update)
+            return result
+
+        key = ("all_pending_updates", types, tuple(site_ids or ()), search, respect_ignores)
+        return list(self.listing(key, build))
 
     def ignored_entries(self, site: Site | None = None) -> list[IgnoredEntry]:
         """Global entries, then (with a site) that site's entries and its ignore-everything flags."""

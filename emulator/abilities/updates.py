@@ -42,9 +42,16 @@ def _summary(updates: list[dict[str, Any]]) -> dict[str, int]:
 async def list_updates(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
     sites, failures = ctx.resolve_sites(args.get("site_ids_or_domains"))
     types = tuple(TYPE_IN[t] for t in (args.get("types") or ALL_TYPES))
-    updates = [update_view(u) for s in sites for u in ctx.state.pending_updates(s, types)]  # type: ignore[arg-type]
+
+    def build() -> tuple[list[dict[str, Any]], dict[str, int]]:
+        views = [update_view(u) for s in sites for u in ctx.state.pending_updates(s, types)]  # type: ignore[arg-type]
+        return views, _summary(views)
+
+    # a client pages through the whole fleet: build its list once, not once per page
+    selection = tuple(s.id for s in sites) if args.get("site_ids_or_domains") else "all"
+    updates, summary = ctx.state.listing(("list-updates-v1", selection, types), build)
     page, per_page = args["page"], args["per_page"]
-    return {"updates": page_of(updates, page, per_page), "summary": _summary(updates), "page": page,
+    return {"updates": page_of(updates, page, per_page), "summary": dict(summary), "page": page,
             "per_page": per_page, "total": len(updates), "errors": [resolution_error(f) for f in failures]}
 
 

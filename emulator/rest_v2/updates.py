@@ -44,8 +44,12 @@ async def list_updates(req: RestRequest) -> dict[str, Any]:
     if exclude:
         excluded = set(exclude)
         site_ids = [i for i in (include or list(req.state.sites)) if i not in excluded]
-    updates = req.state.all_pending_updates(_types(req), site_ids=site_ids, search=req.optional_text("search"))
-    return {"success": 1, "data": [_listed(u) for u in updates]}
+    types, search = _types(req), req.optional_text("search")
+
+    def build() -> list[dict[str, Any]]:
+        return [_listed(u) for u in req.state.all_pending_updates(types, site_ids=site_ids, search=search)]
+
+    return {"success": 1, "data": req.state.listing(("rest:/updates", types, tuple(site_ids or ()), search), build)}
 
 
 def site_update_detail(

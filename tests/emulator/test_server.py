@@ -78,12 +78,19 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
             "v1",
             "application_password",
             "admin_token",
+            "site_url_template",
         }
         count = httpx.get(
             creds["base_url"] + "/mainwp/v2/sites/count",
             headers={"Authorization": "Bearer " + creds["api_keys"]["read"]},
         )
         assert count.json() == {"count": 20}
+        assert creds["site_url_template"] == f"http://127.0.0.1:{port}/__sites__/{{host}}/"
+        admin = {"X-Emulator-Token": creds["admin_token"]}
+        truth = httpx.get(f"http://127.0.0.1:{port}/__emulator__/state", headers=admin)
+        up = next(s for s in truth.json()["sites"].values() if s["front_end"]["status"] == "up")
+        page = httpx.get(creds["site_url_template"].format(host=up["url"].split("://")[1].rstrip("/")))
+        assert page.status_code == 200 and "<title>" in page.text and "critical error" not in page.text
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=15) == 0

@@ -1,0 +1,197 @@
+"""The child sites' own pages at `/__sites__/{domain}/`: healthy, offline, broken by an update (and fixed
+again), the fault profiles' breaking rates, the credentials' template, and one page over a real socket."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from emulator.config import EmulatorConfig
+from emulator.faults import PROFILES
+from emulator.records import Site
+from emulator.site_pages import CRITICAL_ERROR
+from emulator.testing import EmulatorServer
+from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
+from tests.emulator.test_faults import within
+
+
+@pytest.fixture
+async def board() -> AsyncIterator[Dashboard]:
+    async with dashboard(EmulatorConfig(namespace="svc", sites=30, seed=4, time_scale=1e-6), lifespan=False) as b:
+        yield b
+
+
+@pytest.fixture
+async def web(board: Dashboard) -> AsyncIterator[httpx.AsyncClient]:
+    """No credentials: the public web, plus the admin token only where a test sends it."""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL) as client:
+        yield client
+
+
+def admin(board: Dashboard) -> dict[str, str]:
+    return {"X-Emulator-Token": board.emulator.config.admin_token.get_secret_value()}
+
+
+def page_url(board: Dashboard, site: Site, path: str = "") -> str:
+    template = board.credentials["site_url_template"]
+    return template.format(host=site.domain).removeprefix(ROOT_URL) + path
+
+
+def healthy_site_with_plugin_update(board: Dashboard) -> tuple[Site, str]:
+    state = board.emulator.state
+    for site in state.sites.values():
+        if site.reachable and site.child_connected and not site.suspended and not site.broken_by:
+            plugins = [u.slug for u in state.pending_updates(site, ("plugin",))]
+            if plugins:
+                return site, plugins[0]
+    raise AssertionError("the generated fleet has no healthy site with a plugin update")
+
+
+async def test_credentials_say_where_the_site_pages_are(board: Dashboard) -> None:
+    assert board.credentials["site_url_template"] == f"{ROOT_URL}/__sites__/{{host}}/"
+
+
+async def test_a_healthy_site_serves_its_wordpress_front_page_without_auth(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    site.name = "Bakery <Ada> & Co"
+    board.emulator.state.save_site(site)
+    home = await web.get(page_url(board, site))
+    deeper = await web.get(page_url(board, site, "blog/2025/hello-world/?p=1"))
+    bare = await web.get(page_url(board, site).rstrip("/"))
+    head = await web.head(page_url(board, site))
+    www = await web.get(f"/__sites__/www.{site.domain}/")
+    assert home.status_code == 200 and home.headers["content-type"].startswith("text/html")
+    assert "<title>Bakery &lt;Ada&gt; &amp; Co</title>" in home.text  # escaped, never raw
+    assert f'content="WordPress {site.wp_version}"' in home.text and CRITICAL_ERROR not in home.text
+    assert deeper.status_code == bare.status_code == head.status_code == www.status_code == 200
+    assert head.content == b""
+
+
+async def test_unknown_domains_and_ids_are_not_sites(board: Dashboard, web) -> None:
+    assert (await web.get("/__sites__/nowhere.example.com/")).status_code == 404
+    assert (await web.get("/__sites__/1/")).status_code == 404  # a domain, not a dashboard id
+    escaped = await web.get("/__sites__/%3Cscript%3E.example/")
+    assert escaped.status_code == 404 and "<script>" not in escaped.text
+
+
+async def test_an_offline_site_answers_503_until_it_is_back(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    down = await web.post("/__emulator__/faults/reachable", headers=admin(board),
+                          json={"site_id": site.id, "reachable": False})
+    offline = await web.get(page_url(board, site))
+    truth = (await web.get("/__emulator__/state", params={"site_ids": site.id}, headers=admin(board))).json()
+    await web.post("/__emulator__/faults/reachable", headers=admin(board), json={"site_id": site.id, "reachable": True})
+    back = await web.get(page_url(board, site))
+    assert down.status_code == 200
+    assert offline.status_code == 503 and "Retry-After" in offline.headers
+    assert truth["sites"][str(site.id)]["front_end"] == {"status": "down", "broken": False, "broken_by": None}
+    assert back.status_code == 200
+
+
+async def test_updating_a_marked_item_breaks_the_front_end_until_its_next_release(board: Dashboard, web) -> None:
+    site, slug = healthy_site_with_plugin_update(board)
+    marked = await web.post("/__emulator__/faults/items", headers=admin(board),
+                            json={"site_id": site.id, "type": "plugin", "slug": slug, "mode": "break"})
+    before = await web.get(page_url(board, site))
+    async with board.client() as client:
+        updated = (await run(client, "svc/update-site-plugins-v1",
+                             {"site_id_or_domain": site.id, "slugs": [slug]})).json()
+    broken = await web.get(page_url(board, site))
+    truth = (await web.get("/__emulator__/state", params={"site_ids": site.id}, headers=admin(board))).json()
+    assert marked.status_code == 200 and before.status_code == 200
+    assert [u["slug"] for u in updated["updated"]] == [slug]  # the update itself succeeded
+    assert broken.status_code == 200 and CRITICAL_ERROR in broken.text
+    assert "<title>WordPress &rsaquo; Error</title>" in broken.text and site.name not in broken.text
+    assert truth["sites"][str(site.id)]["front_end"] == {
+        "status": "broken", "broken": True, "broken_by": f"plugin:{slug}"}
+    assert f"plugin:{slug}" not in truth["sites"][str(site.id)]["fail_items"]  # one bad release, not every one
+
+    await web.post("/__emulator__/offers", headers=admin(board),
+                   json={"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.1"})
+    async with board.client() as client:
+        await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
+        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+    fixed = await web.get(page_url(board, site))
+    assert fixed.status_code == 200 and CRITICAL_ERROR not in fixed.text
+
+
+async def test_the_ground_truth_breaks_and_fixes_a_front_end(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    refused = await web.post("/__emulator__/faults/front-end", json={"site_id": site.id, "broken": True})
+    bad = await web.post("/__emulator__/faults/front-end", headers=admin(board), json={"site_id": site.id})
+    broke = await web.post("/__emulator__/faults/front-end", headers=admin(board),
+                           json={"site_id": site.id, "broken": True})
+    broken = await web.get(page_url(board, site))
+    fixed = await web.post("/__emulator__/faults/front-end", headers=admin(board),
+                           json={"site_id": site.id, "broken": False})
+    healthy = await web.get(page_url(board, site))
+    assert refused.status_code == 403 and bad.status_code == 400 and "broken" in bad.json()["message"]
+    assert broke.json() == {"site_id": site.id, "front_end": "broken", "broken_by": "ground-truth"}
+    assert CRITICAL_ERROR in broken.text
+    assert fixed.json()["front_end"] == "up" and CRITICAL_ERROR not in healthy.text
+
+
+async def test_site_pages_are_outside_the_dashboards_request_faults(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    board.emulator.faults.switch(PROFILES["hostile"])
+    site.reachable = True  # the switch may have taken it offline
+    board.emulator.state.save_site(site)
+    statuses = Counter([(await web.get(page_url(board, site))).status_code for _ in range(100)])
+    assert statuses == {200: 100}
+    assert board.emulator.faults.counts["requests"] == 0
+
+
+@pytest.mark.parametrize("name", ["realistic", "hostile"])
+async def test_profiles_break_sites_at_their_rate_deterministically(name: str) -> None:
+    config = EmulatorConfig(namespace="svc", sites=1000, seed=2, time_scale=1e-6, faults=name)
+
+    async def marks() -> tuple[set[tuple[int, str]], int, int]:
+        async with dashboard(config, lifespan=False) as b:
+            state = b.emulator.state
+            pending = sum(len(state.pending_updates(s, respect_ignores=False)) for s in state.sites.values())
+            marked = {(s.id, key) for s in state.sites.values()
+                      for key, mode in s.fail_items.items() if mode == "break"}
+            return marked, pending, b.emulator.faults.counts["items_breaking"]
+
+    (first, pending, counted), (again, _, _) = await marks(), await marks()
+    assert within(len(first), pending, PROFILES[name].site_breaking_rate)
+    assert first == again and counted == len(first)
+
+
+async def test_a_profiles_breaks_show_after_the_fleet_is_updated_and_go_on_switch() -> None:
+    config = EmulatorConfig(namespace="svc", sites=200, seed=5, time_scale=1e-6, faults="hostile")
+    async with dashboard(config, lifespan=False) as board:
+        state = board.emulator.state
+        ops = board.emulator.operations
+        runnable = [s for s in state.sites.values() if s.reachable and s.child_connected and not s.suspended]
+        expected = {s.id for s in runnable
+                    if any(s.fail_items.get(f"{u.type}:{u.slug}") == "break" for u in state.pending_updates(s))}
+        await ops.update_sites(runnable)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL) as web:
+            answers = {s.id: await web.get(page_url(board, s)) for s in runnable}
+            truth = (await web.get("/__emulator__/state", headers=admin(board))).json()["sites"]
+            board.emulator.faults.switch(PROFILES["none"])
+            after = {s.id: (await web.get(page_url(board, s))).status_code for s in runnable}
+    broken = {i for i, answer in answers.items() if CRITICAL_ERROR in answer.text}
+    assert expected and broken == expected
+    assert all(answers[i].status_code == 200 for i in broken)
+    assert {int(i) for i, s in truth.items() if s["front_end"]["broken"]} == expected
+    assert set(after.values()) == {200}
+
+
+async def test_site_pages_over_a_real_socket() -> None:
+    async with EmulatorServer(EmulatorConfig(sites=5, seed=1)) as server:
+        site = next(s for s in server.emulator.state.sites.values() if s.reachable)
+        url = server.credentials["site_url_template"].format(host=site.domain)
+        async with httpx.AsyncClient() as client:
+            healthy = await client.get(url)
+            server.emulator.operations.set_front_end_broken(site, True)
+            broken = await client.get(url + "wp-admin/")
+            server.emulator.operations.set_reachable(site, False)
+            down = await client.get(url)
+    assert healthy.status_code == 200 and f"<title>{site.name}</title>" in healthy.text
+    assert broken.status_code == 200 and CRITICAL_ERROR in broken.text
+    assert down.status_code == 503
