@@ -21,6 +21,18 @@ class DashboardConnection(Block):
     namespace: Namespace | None = Field(None, description="svc or mainwp; discovered when empty.")
     verify_tls: bool = True
 
+    @classmethod
+    def from_settings(cls, settings: DashboardSettings) -> DashboardConnection:
+        """The block that stands for these settings (what `fleet blocks save` stores)."""
+        return cls(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            abilities_user=settings.abilities_user,
+            abilities_password=settings.abilities_password,
+            namespace=settings.namespace,
+            verify_tls=settings.verify_tls,
+        )
+
     def settings(self, **overrides: object) -> DashboardSettings:
         """The client settings this block stands for (environment variables do not override a block)."""
         values = {

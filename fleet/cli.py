@@ -2,7 +2,7 @@
 
 import typer
 
-from fleet.commands import dashboard, demo, emulator, nightly, report, serve
+from fleet.commands import blocks, dashboard, demo, emulator, nightly, report, serve
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
@@ -13,3 +13,4 @@ app.add_typer(nightly.app, name="nightly")
 app.add_typer(report.app, name="report")
 app.add_typer(demo.app, name="demo")
 app.add_typer(serve.app, name="serve")
+app.add_typer(blocks.app, name="blocks")

@@ -88,6 +88,27 @@ class MailSettings(BaseSettings):
         }
         return cls(**{**values, **overrides})
 
+    def to_credentials(self) -> EmailServerCredentials:
+        """The `prefect-email` block holding this server and login (what `fleet blocks save` stores)."""
+        from prefect_email import EmailServerCredentials
+        from prefect_email.credentials import SMTPType
+
+        if not self.smtp_host:
+            raise ValueError("FLEET_SMTP_HOST is not set: there is no mail server to save")
+        smtp_type = {
+            SmtpSecurity.ssl: SMTPType.SSL,
+            SmtpSecurity.starttls: SMTPType.STARTTLS,
+            SmtpSecurity.none: SMTPType.INSECURE,
+        }[self.smtp_security]
+        return EmailServerCredentials(
+            smtp_server=self.smtp_host,
+            smtp_port=self.port,
+            smtp_type=smtp_type,
+            username=self.smtp_user,
+            password=self.smtp_password or "",
+            verify=self.smtp_verify_tls,
+        )
+
     @classmethod
     def from_block(cls, name: str, **overrides: object) -> MailSettings:
         """Load a saved `EmailServerCredentials` block by name."""
