@@ -289,8 +289,8 @@ class SiteHealth(Model):
 # ---------------------------------------------------------------- updates
 
 
-class PendingUpdate(Model):
-    """One pending update on one site (`/updates`, `list-updates-v1`, `get-site-updates-v1`)."""
+class SiteItem(Model):
+    """An update item (core, plugin, theme or translation) of one site, as every update answer names it."""
 
     site_id: Int
     site_url: Str = ""
@@ -298,31 +298,24 @@ class PendingUpdate(Model):
     type: Type
     slug: Str
     name: Str = ""
+
+
+class PendingUpdate(SiteItem):
+    """One pending update on one site (`/updates`, `list-updates-v1`, `get-site-updates-v1`)."""
+
     current_version: OptStr = None
     new_version: OptStr = None
 
 
-class IgnoredUpdate(Model):
+class IgnoredUpdate(SiteItem):
     """One entry of a global or per-site ignore list (`list-ignored-updates-v1`)."""
 
-    site_id: Int
-    site_url: Str = ""
-    site_name: Str = ""
-    type: Type
-    slug: Str
-    name: Str = ""
     ignored_version: OptStr = None
 
 
-class UpdatedItem(Model):
+class UpdatedItem(SiteItem):
     """An item an update call reports as done. `old_version == ""` means nothing was installed."""
 
-    site_id: Int
-    site_url: Str = ""
-    site_name: Str = ""
-    type: Type
-    slug: Str
-    name: Str = ""
     old_version: OptStr = None
     new_version: OptStr = None
 

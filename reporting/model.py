@@ -205,36 +205,34 @@ class Checks:
     more: int = 0  # sites needing attention left out of `problems`
 
 
+class OutcomeTotals:
+    """Totals of a row that counts items by outcome."""
+
+    by_outcome: dict[Outcome, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_outcome.values())
+
+    @property
+    def not_updated(self) -> int:
+        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
+
+
 @dataclass
-class BreakdownRow:
+class BreakdownRow(OutcomeTotals):
     """One line of a by-type or by-client table."""
 
     label: str
     sites: int | None
     by_outcome: dict[Outcome, int]
 
-    @property
-    def total(self) -> int:
-        return sum(self.by_outcome.values())
-
-    @property
-    def not_updated(self) -> int:
-        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
-
 
 @dataclass
-class TrendRow:
+class TrendRow(OutcomeTotals):
     run_id: str
     day: date
     by_outcome: dict[Outcome, int]
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_outcome.values())
-
-    @property
-    def not_updated(self) -> int:
-        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
 
 
 @dataclass
