@@ -12,9 +12,8 @@ from tests.dashboard.emulated import FAST_RETRIES, NAMESPACES, GroundTruth
 
 
 def start_server(**config: Any) -> Any:
-    from emulator.testing import EmulatorServer
-
     from emulator.config import EmulatorConfig
+    from emulator.testing import EmulatorServer
 
     return EmulatorServer(EmulatorConfig(**config))
 
