@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date, datetime
 from enum import StrEnum
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
 from fleet.first_seen import UpdateKey
-from fleet.policy import Policy, Rule
+from fleet.policy import EffectiveRules, OverrideNames, Policy, Rule
 from fleet.summary import Outcome, Selection, UpdateType
 
 
@@ -47,7 +48,7 @@ class SiteRecord(BaseModel):
     status: SiteStatus = SiteStatus.online
     status_reason: str | None = None
 
-    @property
+    @cached_property
     def domain(self) -> str:
         host = urlsplit(self.url if "//" in self.url else f"//{self.url}").hostname or self.url
         return host.lower().removeprefix("www.")
@@ -186,8 +187,8 @@ def build_plan(
     for entry in ignored:
         if entry.site_id in by_id:
             ignores.setdefault((entry.site_id, entry.type, entry.slug), entry)
-    rules_cache = {}
     items: list[PlanItem] = []
+    rules: dict[OverrideNames, EffectiveRules] = {}
     seen: set[tuple[int, UpdateType, str]] = set()
     for update in pending:
         site = by_id.get(update.site_id)
@@ -214,9 +215,10 @@ def build_plan(
                 )
             )
             continue
-        if site.id not in rules_cache:
-            rules_cache[site.id] = policy.rules_for(site.names, site.tags, site.client)
-        verdict = rules_cache[site.id].decide(
+        names = policy.overrides_for(site.names, site.tags, site.client)
+        if names not in rules:
+            rules[names] = policy.merged(names)
+        verdict = rules[names].decide(
             update.type,
             update.slug,
             update.name,

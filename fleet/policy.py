@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,10 @@ class SemverRule(StrEnum):
 
     @property
     def rank(self) -> int:
-        return list(SemverRule).index(self)
+        return _RANKS[self]
+
+
+_RANKS = {name: rank for rank, name in enumerate(SemverRule)}
 
 
 class Rule(StrEnum):
@@ -251,14 +255,26 @@ class Policy(Rules):
 
     def rules_for(self, site_keys: Iterable[str], tags: Iterable[str], client: str | None) -> EffectiveRules:
         """The rules that govern one site: general, then its tags, its client, then the site itself."""
-        layers: list[Rules] = [self]
+        return self.merged(self.overrides_for(site_keys, tags, client))
+
+    def overrides_for(self, site_keys: Iterable[str], tags: Iterable[str], client: str | None) -> OverrideNames:
+        """The names of the overrides that apply to one site (most sites share the same few, or none)."""
         tag_names = {tag.lower() for tag in tags}
-        layers += [rules for name, rules in self.overrides.tags.items() if name.lower() in tag_names]
-        if client is not None:
-            layers += [rules for name, rules in self.overrides.clients.items() if name.lower() == client.lower()]
         keys = {key.lower() for key in site_keys}
-        layers += [rules for name, rules in self.overrides.sites.items() if name.lower() in keys]
-        return EffectiveRules.merge(layers)
+        return (
+            tuple(name for name in self.overrides.tags if name.lower() in tag_names),
+            tuple(name for name in self.overrides.clients if client is not None and name.lower() == client.lower()),
+            tuple(name for name in self.overrides.sites if name.lower() in keys),
+        )
+
+    def merged(self, names: OverrideNames) -> EffectiveRules:
+        tags, clients, sites = names
+        return EffectiveRules.merge([self, *(self.overrides.tags[name] for name in tags),
+                                     *(self.overrides.clients[name] for name in clients),
+                                     *(self.overrides.sites[name] for name in sites)])
+
+
+OverrideNames = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -274,11 +290,18 @@ class Decision:
 _CHANGE_NAMES = ("major", "minor", "patch")
 
 
+@lru_cache(maxsize=4096)
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
 def version_change(from_version: str | None, to_version: str | None) -> SemverRule | None:
     """The size of a version change (None when either version cannot be read)."""
-    try:
-        old, new = Version(from_version or ""), Version(to_version or "")
-    except InvalidVersion:
+    old, new = _version(from_version or ""), _version(to_version or "")
+    if old is None or new is None:
         return None
     old_parts, new_parts = (old.release + (0, 0, 0))[:3], (new.release + (0, 0, 0))[:3]
     for index, name in enumerate(_CHANGE_NAMES):

@@ -35,7 +35,7 @@ from tasks.ignores import load_ignores_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
 from tasks.reconcile import reconcile_task
-from tasks.retries import PERMANENT_ERRORS
+from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
 from tasks.sync import sync_sites_task
@@ -123,10 +123,32 @@ async def run_cohort(
         sites, settings,
     )
     failures = {site_id: failure for part in resynced for site_id, failure in part.items()}
-    after = await detect_updates_task(client, quote(sorted(worked_on)))
+    after = await detect_updates_task(client, quote(sorted(worked_on)), settings.concurrency)
     result.items = reconcile_task(quote(items), quote(sites), quote(calls), quote(result.jobs), quote(failures),
                                   quote(after))
     return result
+
+
+async def plan_night(
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    policy: Policy,
+    selection: Selection,
+    dry_run: bool,
+    run_id: str,
+    started: datetime,
+    settings: PipelineSettings,
+    run_dir: Path,
+) -> Plan:
+    """detect -> ignore lists -> policy -> plan (the detected lists are dropped once the plan holds them)."""
+    ids = [site.id for site in sites]
+    pending, ignored = await asyncio.gather(
+        detect_updates_task(client, quote(ids), settings.concurrency), load_ignores_task(client, quote(ids))
+    )
+    plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
+                             ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
+                             settings=settings)
+    return finalise_plan_task(quote(plan), policy.rollout, run_dir)
 
 
 async def maintain_fleet(
@@ -148,14 +170,7 @@ async def maintain_fleet(
         sites, clients, errors = await select_fleet(client, selection)
         if not dry_run:  # a sync is a write request; a dry run plans from the dashboard's last sync
             sites = await sync_selected(client, sites, settings)
-        ids = [site.id for site in sites]
-        pending, ignored = await asyncio.gather(
-            detect_updates_task(client, quote(ids)), load_ignores_task(client, quote(ids))
-        )
-        plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
-                                 ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
-                                 settings=settings)
-        plan = finalise_plan_task(quote(plan), policy.rollout, run_dir)
+        plan = await plan_night(client, sites, policy, selection, dry_run, run_id, started, settings, run_dir)
         logger = get_run_logger()
         decided = Counter(item.decision.value for item in plan.items)
         logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
@@ -167,7 +182,7 @@ async def maintain_fleet(
         for position, cohort in enumerate([] if dry_run else plan.cohorts):
             try:
                 result = await run_cohort(client, plan, cohort, settings, run_checks)
-            except PERMANENT_ERRORS:
+            except FATAL_ERRORS:
                 raise
             except Exception as error:  # a step failed after its retries: account for every item and say why
                 errors.append(f"cohort {cohort.name!r}: a step failed: {error}")

@@ -28,7 +28,7 @@ from fleet.job_journal import JobJournal, JournalEntry
 from fleet.plan import PlanItem
 from fleet.settings import PipelineSettings
 from fleet.summary import UpdateType
-from tasks.retries import PERMANENT_ERRORS, STEP_OPTIONS
+from tasks.retries import FATAL_ERRORS, STEP_OPTIONS
 from tasks.sync import SiteErrorIndex, describe
 
 if TYPE_CHECKING:
@@ -80,9 +80,9 @@ async def execute_updates(
                     answer = await client.update_site_items(call.site_ids[0], call.type, call.slugs)
                     return CallResult(call=call, reports=reports_from_site_route(call.site_ids[0], answer))
                 start = await client.run_updates(call.site_ids, [call.type], call.slugs)
-        except PERMANENT_ERRORS:
+        except FATAL_ERRORS:
             raise
-        except DashboardError as error:
+        except DashboardError as error:  # this call's items are reconciled and carry the error
             return CallResult(call=call, error=str(error))
         refused = [
             ItemReport(site_id=site_id, ok=False, message=describe(error.code, error.message))

@@ -12,6 +12,8 @@ from fleet.policy import PolicyError
 
 PERMANENT_ERRORS = (AuthenticationError, PermissionDenied, InvalidInput, ConfigurationError, PolicyError,
                     ValidationError)
+# Errors that stop the whole run: nothing else the run could do would be allowed either.
+FATAL_ERRORS = (AuthenticationError, PermissionDenied, ConfigurationError)
 STEP_RETRIES = 2
 STEP_RETRY_DELAYS = [5, 30]
 
@@ -28,4 +30,5 @@ STEP_OPTIONS: dict[str, Any] = {
     "retry_condition_fn": retry_unless_permanent,
     "cache_policy": NO_CACHE,  # inputs hold a live client and large lists: never hash them
     "persist_result": False,
+    "cache_result_in_memory": False,  # the flow holds what it needs; Prefect's states need not keep a copy
 }

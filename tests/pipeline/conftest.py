@@ -60,19 +60,6 @@ def read_run(path: str) -> tuple[Summary, Plan]:
 @pytest.fixture
 def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     """`dashboard(sites=60, time_scale=0.001, ...)` starts an emulator and points FLEET_* at it."""
-    import emulator.testing  # TEMP: until create_app mounts part 2 itself (both calls are idempotent)
-    from emulator.abilities import mount_abilities
-    from emulator.faults import install_faults
-
-    original = emulator.testing.create_app
-
-    def complete_app(*args: Any, **kwargs: Any) -> Any:
-        app = original(*args, **kwargs)
-        mount_abilities(app)
-        install_faults(app)
-        return app
-
-    monkeypatch.setattr(emulator.testing, "create_app", complete_app)
     servers: list[EmulatorServer] = []
 
     def start(**config: Any) -> Dashboard:
