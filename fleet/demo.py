@@ -16,13 +16,14 @@ from fleet.summary import Summary
 
 
 def dashboard_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
-    """The `FLEET_*` variables that point the pipeline at a dashboard described by emulator credentials."""
+    """The `FLEET_*` variables that point the pipeline (and its home-page probe) at an emulator."""
     return {
         "FLEET_BASE_URL": credentials["base_url"],
         "FLEET_NAMESPACE": credentials["namespace"],
         "FLEET_API_KEY": credentials["api_keys"]["read_write"],
         "FLEET_ABILITIES_USER": credentials["application_password"]["username"],
         "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
+        "FLEET_PROBE_URL_TEMPLATE": credentials["site_url_template"],
     }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DASHBOARD_JOB_TIMEOUT_SECONDS = 4 * 3600  # the dashboard fails a batch job after 4 hours
@@ -44,12 +44,24 @@ class PipelineSettings(BaseSettings):
     probe_sites: bool = Field(True, description="Probe each updated site's home page after the updates.")
     probe_timeout_seconds: float = Field(20, gt=0, description="Timeout of the home-page probe of each site.")
     probe_concurrency: int = Field(32, ge=1, le=1024, description="Home-page probes in flight at once.")
+    probe_url_template: str | None = Field(
+        None,
+        description="Probe each site at this address instead of its own URL; `{host}` is the site's domain "
+        "(e.g. an emulator's http://127.0.0.1:8080/__sites__/{host}/).",
+    )
     verify_tls: bool = Field(True, description="Verify TLS certificates when probing sites.")
     concurrency_limit: str | None = Field(
         None, description="Name of a Prefect global concurrency limit every dashboard write call occupies."
     )
     task_retries: int = Field(2, ge=0, description="Coarse retries of a failed step (the client retries requests).")
     retry_delay_seconds: float = Field(10, ge=0)
+
+    @field_validator("probe_url_template")
+    @classmethod
+    def _template_names_the_host(cls, value: str | None) -> str | None:
+        if value and "{host}" not in value:
+            raise ValueError("probe_url_template must contain {host}, e.g. http://127.0.0.1:8080/__sites__/{host}/")
+        return value or None
 
     @model_validator(mode="after")
     def _deadline_under_dashboard_timeout(self) -> PipelineSettings:

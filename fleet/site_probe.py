@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel
@@ -26,6 +27,13 @@ class ProbeResult(BaseModel):
     http_code: int | None = None
     response_ms: float | None = None
     error: str | None = None
+
+
+def probe_url(site_url: str, template: str | None) -> str:
+    """The address the probe fetches: the site's own URL, or the template filled with the site's domain."""
+    if not template:
+        return site_url
+    return template.format(host=urlsplit(site_url).netloc)
 
 
 def fatal_marker(body: str) -> str | None:

@@ -13,7 +13,7 @@ from fleet.execution import split_evenly
 from fleet.fan_out import fan_out
 from fleet.plan import SiteRecord
 from fleet.settings import PipelineSettings
-from fleet.site_probe import probe_home_page
+from fleet.site_probe import probe_home_page, probe_url
 from fleet.summary import SiteCheck
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
@@ -100,7 +100,8 @@ async def check_sites(
         async with httpx.AsyncClient(transport=probe_transport, verify=settings.verify_tls,
                                      timeout=settings.probe_timeout_seconds,
                                      headers={"User-Agent": "fleet-maintenance probe"}) as http:
-            probes = await fan_out([site.url for site in sites], lambda url: probe_home_page(http, url),
+            urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
+            probes = await fan_out(urls, lambda url: probe_home_page(http, url),
                                    settings.probe_concurrency)
     else:
         probes = [None] * len(sites)

@@ -76,7 +76,7 @@ def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
             "FLEET_REPORT_DIR": str(tmp_path / "reports"),
             "FLEET_JOB_POLL_SECONDS": "0.05",
             "FLEET_STALL_AFTER_SECONDS": "5",
-            "FLEET_PROBE_SITES": "false",  # the emulated sites have no front end to probe
+            "FLEET_PROBE_URL_TEMPLATE": credentials["site_url_template"],  # the emulator serves the sites' pages
             "FLEET_RETRY_INITIAL": "0.01",
             "FLEET_RETRY_CAP": "0.05",
         }

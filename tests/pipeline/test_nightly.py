@@ -181,3 +181,23 @@ async def test_stuck_and_timed_out_jobs_end_with_clear_reasons(dashboard, tmp_pa
     assert waited and {item.outcome for item in waited} == {Outcome.unknown}
     assert all(words in item.reason for item in waited)
     assert_every_item_accounted(summary, plan)
+
+
+async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard):
+    emulator = dashboard(sites=12, seed=4)
+    sites = emulator.truth()["sites"]
+    site = next(
+        s for s in sites.values()
+        if s["status"] == "connected" and s["reachable"] and any(u["type"] == "plugin" for u in s["pending_updates"])
+    )
+    plugin = next(u for u in site["pending_updates"] if u["type"] == "plugin")
+    emulator.post("faults/items", {"site_id": site["id"], "type": "plugin", "slug": plugin["slug"], "mode": "break"})
+
+    summary, _ = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
+
+    assert emulator.truth()["sites"][str(site["id"])]["front_end"]["status"] == "broken"
+    checks = {s.site_id: s.check for s in summary.sites if s.updated}
+    broken = checks[site["id"]]
+    assert broken is not None and broken.probe_ok is False and "critical error" in (broken.probe_error or "")
+    healthy = [check for site_id, check in checks.items() if site_id != site["id"]]
+    assert healthy and all(check is not None and check.probe_ok for check in healthy)
