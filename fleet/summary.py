@@ -138,10 +138,14 @@ class Counts(BaseModel):
 
 
 class Selection(BaseModel):
+    """Which sites and update types a run covers."""
+
     sites: list[str] = Field(default_factory=list, description="Site ids or domains; empty means all.")
-    tags: list[str] = Field(default_factory=list)
-    clients: list[str] = Field(default_factory=list)
-    types: list[UpdateType] = Field(default_factory=lambda: list(UpdateType))
+    tags: list[str] = Field(default_factory=list, description="Tag names; a site with any of them is chosen.")
+    clients: list[str] = Field(default_factory=list, description="Client names; a site of any of them is chosen.")
+    types: list[UpdateType] = Field(
+        default_factory=lambda: list(UpdateType), description="Update types to apply; the others are excluded."
+    )
 
 
 class Summary(BaseModel):

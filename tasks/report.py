@@ -8,6 +8,7 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from reporting.run_report import RenderedRun, ReportResult, render_reports
 from reporting.settings import MailSettings
@@ -34,5 +35,5 @@ async def report_run(run_dir: Path, *, send: bool = True, settings: MailSettings
     """The report step of a flow: render, publish, and with `send` deliver (failing the step if any recipient
     was not reached)."""
     rendered = await report_task(Path(run_dir))
-    deliveries = await notify_task(rendered, settings) if send else []
+    deliveries = await notify_task(quote(rendered), settings) if send else []  # quote: Prefect need not walk it
     return ReportResult.of(rendered, deliveries)
