@@ -29,6 +29,6 @@ def demo(
     console.print(f"Run directory: {result.run_dir}")
     for path in result.files:
         console.print(f"  {path.relative_to(result.run_dir)}")
-    html = next((p for p in result.files if p.name.endswith(".html")), None)
+    html = next((p for p in result.files if p.name == "operator.html"), None)
     if html:
         console.print(f"\nOpen the operator's report: file://{html}")
