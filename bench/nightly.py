@@ -103,7 +103,7 @@ def pipeline_env(credentials: dict[str, Any], report_dir: str) -> None:
         "FLEET_ABILITIES_USER": credentials["application_password"]["username"],
         "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
         "FLEET_REPORT_DIR": report_dir,
-        "FLEET_PROBE_SITES": "false",
+        "FLEET_PROBE_SITES": "false",  # the probe fetches the sites, not the dashboard: not part of the bound
         "FLEET_JOB_POLL_SECONDS": "0.2",
     })
 

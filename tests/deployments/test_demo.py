@@ -1,0 +1,32 @@
+"""`fleet demo`'s Python entry on a small fleet: a nightly run against an embedded emulator, ending in reports."""
+
+from __future__ import annotations
+
+from email import message_from_bytes
+from pathlib import Path
+
+import pytest
+
+from fleet.demo import run_demo
+from fleet.summary import Outcome
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
+    result = run_demo(tmp_path, sites=8, seed=2, faults="realistic", time_scale=0.001)
+
+    summary = result.summary
+    assert summary.items and summary.counts.by_outcome.get(Outcome.updated, 0) > 0
+    assert sum(summary.counts.by_outcome.values()) == len(summary.items)
+    names = {path.name for path in result.files}
+    assert {"summary.json", "plan.json", "operator.html", "operator.txt", "operator.md", "operator.eml"} <= names
+    client_reports = {summary_client.name for summary_client in summary.clients}
+    assert client_reports and len([n for n in names if n.startswith("client-") and n.endswith(".eml")]) == len(
+        client_reports
+    )
+    operator = message_from_bytes((result.run_dir / "operator.eml").read_bytes())
+    assert operator["To"] == "operator@example.com"
+    assert {part.get_content_type() for part in operator.walk()} >= {"text/plain", "text/html"}
+    probed = [site.check for site in summary.sites if site.updated]
+    assert probed and all(check is not None and check.probe_ok is not None for check in probed)
