@@ -35,17 +35,4 @@ def apply_policy(
     )
 
 
-@task(name="apply-policy", **STEP_OPTIONS)
-def apply_policy_task(
-    run_id: str,
-    created_at: datetime,
-    sites: list[SiteRecord],
-    pending: list[PendingUpdate],
-    ignored: list[IgnoredUpdate],
-    policy: Policy,
-    selection: Selection,
-    dry_run: bool,
-    settings: PipelineSettings,
-) -> Plan:
-    return apply_policy(run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored,
-                        policy=policy, selection=selection, dry_run=dry_run, settings=settings)
+apply_policy_task = task(apply_policy, name="apply-policy", **STEP_OPTIONS)
