@@ -2,7 +2,7 @@
 
 import typer
 
-from fleet.commands import blocks, dashboard, demo, emulator, nightly, report, serve
+from fleet.commands import blocks, check, dashboard, demo, emulator, nightly, report, serve, update
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
@@ -10,6 +10,8 @@ app = typer.Typer(
 app.add_typer(emulator.app, name="emulator")
 app.add_typer(dashboard.app, name="dashboard")
 app.add_typer(nightly.app, name="nightly")
+app.add_typer(update.app, name="update")
+app.add_typer(check.app, name="check")
 app.add_typer(report.app, name="report")
 app.add_typer(demo.app, name="demo")
 app.add_typer(serve.app, name="serve")

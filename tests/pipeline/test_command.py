@@ -1,4 +1,4 @@
-"""`fleet nightly`: runs the flow against the dashboard in the environment and says where the summary went."""
+"""`fleet nightly`, `fleet update`, `fleet check`: run the flows against the dashboard in the environment."""
 
 from __future__ import annotations
 
@@ -40,3 +40,32 @@ def test_unknown_type_is_refused():
     result = CliRunner().invoke(app, ["nightly", "--types", "gadget"])
     assert result.exit_code == 2
     assert "'gadget' is not a valid" in result.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_fleet_update_then_check_a_selection(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=10, seed=6)
+    result = CliRunner().invoke(app, ["update", "--sites", "1,2", "--report-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("summary: ")]
+    summary = Summary.read(Path(line.removeprefix("summary: ")))
+    assert {site.site_id for site in summary.sites} == {1, 2}
+    truth = emulator.truth()["sites"]
+    for item in summary.items:
+        if item.outcome is Outcome.updated:
+            assert (item.type.value if item.type is not UpdateType.core else "wp", item.slug) not in {
+                (u["type"], u["slug"]) for u in truth[str(item.site_id)]["pending_updates"]
+            }
+
+    emulator.post("faults/front-end", {"site_id": 2, "broken": True})
+    checked = CliRunner().invoke(app, ["check", "--sites", "1,2"])
+    assert checked.exit_code == 1, checked.output  # site 2's front end shows a critical error
+    rows = {line.split("│")[1].strip(): line for line in checked.output.splitlines() if line.count("│") > 3}
+    assert "yes" in rows["1"] and "NO" in rows["2"] and "PHP/WordPress" in rows["2"]
+
+
+def test_fleet_update_refuses_a_bad_policy_before_any_request(tmp_path: Path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('semver = "huge"\n')
+    result = CliRunner().invoke(app, ["update", "--policy", str(policy)])
+    assert result.exit_code == 2 and "semver" in result.output

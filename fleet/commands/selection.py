@@ -1,0 +1,52 @@
+"""The options every maintenance command shares: which sites and update types, and the policy file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fleet.summary import Selection, Summary, UpdateType
+
+Sites = Annotated[list[str] | None, typer.Option("--sites", help="Site ids or domains (repeat or comma-separate).")]
+Tags = Annotated[list[str] | None, typer.Option("--tags", help="Only sites with one of these tags.")]
+Clients = Annotated[list[str] | None, typer.Option("--clients", help="Only sites of these clients.")]
+Types = Annotated[list[str] | None, typer.Option("--types", help="Update types: translation, plugin, theme, core.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Plan only: no write request is sent.")]
+PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy file (YAML or TOML).")]
+ReportDir = Annotated[Path | None, typer.Option("--report-dir", help="Where run directories go.")]
+
+
+def split(values: list[str] | None) -> list[str]:
+    """`--sites 1,2 --sites shop.example` -> ["1", "2", "shop.example"]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def selection(sites: list[str] | None, tags: list[str] | None, clients: list[str] | None,
+              types: list[str] | None = None) -> Selection:
+    try:
+        chosen_types = [UpdateType(value) for value in split(types)] or list(UpdateType)
+    except ValueError as error:
+        raise typer.BadParameter(f"{error}; use translation, plugin, theme or core", param_hint="--types") from None
+    return Selection(sites=split(sites), tags=split(tags), clients=split(clients), types=chosen_types)
+
+
+def check_policy(policy: Path | None) -> None:
+    """Fail before contacting anything when the policy file is bad."""
+    from fleet.policy import PolicyError, load_policy
+
+    if policy is None:
+        return
+    try:
+        load_policy(policy)
+    except PolicyError as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+def print_summary(path: str) -> None:
+    summary = Summary.read(Path(path))
+    counts = ", ".join(f"{count} {outcome.value}" for outcome, count in summary.counts.by_outcome.items())
+    typer.echo(f"{'dry run' if summary.dry_run else 'run'} {summary.run_id}: {len(summary.items)} item(s): {counts}")
+    typer.echo(f"summary: {path}")
