@@ -7,7 +7,6 @@ fits no model must be listed in UNMODELLED with the reason the client does not r
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -38,11 +37,7 @@ from dashboard.models import (
     UpdateRunResult,
     UpdateType,
 )
-
-# The captures live in the shared reference folder next to the repository (read-only, not vendored).
-EXCHANGES = Path(os.environ.get(
-    "FLEET_REAL_EXCHANGES", Path(__file__).resolve().parents[3] / "shared" / "reference" / "real-exchanges"
-))
+from tests.reference import EXCHANGES, require_reference
 
 ID = r"[^/]+"
 
@@ -230,7 +225,7 @@ def parser_for(method: str, path: str) -> Any:
 
 
 def exchange_files() -> list[Path]:
-    assert EXCHANGES.is_dir(), f"the real exchanges are not at {EXCHANGES}: set FLEET_REAL_EXCHANGES"
+    require_reference()
     return sorted(p for p in EXCHANGES.glob("*.json") if not p.name.startswith("_"))
 
 
