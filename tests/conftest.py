@@ -14,3 +14,12 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.reference import REPLAY_COUNTS
+
+    if REPLAY_COUNTS:
+        terminalreporter.section("replays of the real dashboard's exchanges")
+        for line in REPLAY_COUNTS:
+            terminalreporter.write_line(line)

@@ -13,3 +13,10 @@ ABILITIES = REFERENCE / "abilities.json"
 
 def require_reference() -> None:
     assert EXCHANGES.is_dir(), f"the reference exchanges are not at {EXCHANGES}: set FLEET_REFERENCE_DIR"
+
+REPLAY_COUNTS: list[str] = []  # printed at the end of every run by tests/conftest.py
+
+
+def announce(line: str) -> None:
+    """Record a replay count so the run's summary shows it even when output is captured."""
+    REPLAY_COUNTS.append(line)

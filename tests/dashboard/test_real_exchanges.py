@@ -37,7 +37,7 @@ from dashboard.models import (
     UpdateRunResult,
     UpdateType,
 )
-from tests.reference import EXCHANGES, require_reference
+from tests.reference import EXCHANGES, announce, require_reference
 
 ID = r"[^/]+"
 
@@ -264,8 +264,8 @@ def test_every_real_exchange_parses_or_maps_to_its_typed_error() -> None:
             parsed += 1
         except Exception as exc:  # noqa: BLE001 - every failure is reported with its file
             failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
-    print(f"\nreal exchanges: {len(files)} files, {parsed} parsed into models, {typed_errors} typed errors, "
-          f"{unmodelled} not read by the client (with reasons)")
+    announce(f"client models: {len(files)} files, {parsed} parsed into models, {typed_errors} typed errors, "
+             f"{unmodelled} not read by the client (with reasons)")
     assert not failures, "\n".join(failures)
     assert parsed + typed_errors + unmodelled == len(files)
 

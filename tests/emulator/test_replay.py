@@ -19,7 +19,7 @@ from emulator.auth import create_api_key
 from emulator.config import EmulatorConfig
 from emulator.records import Heartbeat, Item
 from emulator.testing import InProcessEmulator
-from tests.reference import EXCHANGES, require_reference
+from tests.reference import EXCHANGES, announce, require_reference
 
 SKIPPED = {
     "v2-tags-id-delete-wrong-route": "deliberate: the spec's DELETE /tags/{id}/delete is served as well as /remove",
@@ -224,7 +224,9 @@ def answer_problems(expected: dict[str, Any], response: httpx.Response) -> list[
 def report(label: str, problems: dict[str, list[str]], skipped: list[str]) -> None:
     """Print how many exchanges were replayed, matched and skipped, then fail on any mismatch."""
     failures = [f"{name}: {'; '.join(found[:4])}" for name, found in problems.items() if found]
-    print(f"\n{label}: replayed {len(problems)}, matched {len(problems) - len(failures)}, skipped {len(skipped)}")
+    counts = f"{label}: replayed {len(problems)}, matched {len(problems) - len(failures)}, skipped {len(skipped)}"
+    announce(counts)
+    print("\n" + counts)
     for line in skipped:
         print("  skipped", line)
     for line in failures:
