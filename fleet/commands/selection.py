@@ -1,7 +1,9 @@
-"""The options every maintenance command shares: which sites and update types, and the policy file."""
+"""What every maintenance command shares: which sites and update types, the policy file, and the run itself."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -50,3 +52,21 @@ def print_summary(path: str) -> None:
     counts = ", ".join(f"{count} {outcome.value}" for outcome, count in summary.counts.by_outcome.items())
     typer.echo(f"{'dry run' if summary.dry_run else 'run'} {summary.run_id}: {len(summary.items)} item(s): {counts}")
     typer.echo(f"summary: {path}")
+
+
+def run_maintenance(flow: Callable[..., Awaitable[str]], label: str, *, dry_run: bool, policy: Path | None,
+                    chosen: Selection, report_dir: Path | None) -> None:
+    """Run a maintenance flow (nightly or update) and print where its summary went; exit 1 on a dashboard error."""
+    from dashboard.errors import DashboardError
+    from fleet.policy import PolicyError
+
+    check_policy(policy)
+    try:
+        path = asyncio.run(flow(
+            selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
+            report_dir=str(report_dir) if report_dir else None,
+        ))
+    except (DashboardError, PolicyError) as error:
+        typer.secho(f"{label} failed: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+    print_summary(path)

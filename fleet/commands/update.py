@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 
 from fleet.commands.selection import (
@@ -14,8 +12,7 @@ from fleet.commands.selection import (
     Sites,
     Tags,
     Types,
-    check_policy,
-    print_summary,
+    run_maintenance,
     selection,
 )
 
@@ -27,18 +24,7 @@ app = typer.Typer(help="Apply the policy's updates to selected sites now (no hea
 def update(dry_run: DryRun = False, policy: PolicyPath = None, sites: Sites = None, tags: Tags = None,
            clients: Clients = None, types: Types = None, report_dir: ReportDir = None) -> None:
     """Run the update flow against FLEET_BASE_URL and print where summary.json went."""
-    from dashboard.errors import DashboardError
-    from fleet.policy import PolicyError
     from flows.update import update_fleet
 
-    chosen = selection(sites, tags, clients, types)
-    check_policy(policy)
-    try:
-        path = asyncio.run(update_fleet(
-            selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
-            report_dir=str(report_dir) if report_dir else None,
-        ))
-    except (DashboardError, PolicyError) as error:
-        typer.secho(f"update run failed: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
-    print_summary(path)
+    run_maintenance(update_fleet, "update run", dry_run=dry_run, policy=policy,
+                    chosen=selection(sites, tags, clients, types), report_dir=report_dir)
