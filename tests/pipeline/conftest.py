@@ -11,6 +11,7 @@ import pytest
 
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
+from fleet.demo import dashboard_environment
 from fleet.plan import Plan
 from fleet.summary import Summary, UpdateType
 
@@ -67,16 +68,10 @@ def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
         servers.append(server)
         credentials = server.credentials
         env = {
-            "FLEET_BASE_URL": credentials["base_url"],
-            "FLEET_NAMESPACE": credentials["namespace"],
-            "FLEET_ABILITIES_URL": credentials["abilities_url"],
-            "FLEET_API_KEY": credentials["api_keys"]["read_write"],
-            "FLEET_ABILITIES_USER": credentials["application_password"]["username"],
-            "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
+            **dashboard_environment(credentials),  # the dashboard, and the sites' pages for the probe
             "FLEET_REPORT_DIR": str(tmp_path / "reports"),
             "FLEET_JOB_POLL_SECONDS": "0.05",
             "FLEET_STALL_AFTER_SECONDS": "5",
-            "FLEET_PROBE_URL_TEMPLATE": credentials["site_url_template"],  # the emulator serves the sites' pages
             "FLEET_RETRY_INITIAL": "0.01",
             "FLEET_RETRY_CAP": "0.05",
         }
