@@ -69,6 +69,29 @@ def split_evenly(values: list[int], limit: int) -> list[list[int]]:
     return [values[start : start + size] for start in range(0, len(values), size)]
 
 
+def pack_compatible(
+    site_ids: list[int], planned: Mapping[int, set[str]], keep: Mapping[int, set[str]], candidates: int = 64
+) -> list[tuple[set[str], list[int]]]:
+    """Group the set-aside sites into few shared filters (first fit): a site joins a group when the group's
+    filter plus its own slugs holds none of its untouchable slugs, and its slugs are untouchable for no site
+    already in the group. One call per site with its own slug mix was most of the update requests.
+
+    Only the `candidates` most recent groups are tried, which keeps this linear at 10,000 sites.
+    """
+    groups: list[tuple[set[str], set[str], list[int]]] = []  # (filter, untouchable of its sites, sites)
+    for site_id in site_ids:
+        mine, avoid = planned[site_id], keep.get(site_id, set())
+        for slugs, guarded, members in reversed(groups[-candidates:]):
+            if not mine & guarded and not (slugs | mine) & avoid:
+                slugs |= mine
+                guarded |= avoid
+                members.append(site_id)
+                break
+        else:
+            groups.append((set(mine), set(avoid), [site_id]))
+    return [(slugs, members) for slugs, _, members in groups]
+
+
 def plan_calls(
     items: Iterable[PlanItem],
     type_: UpdateType,
@@ -82,7 +105,7 @@ def plan_calls(
     - the sites share one filter, the union of their planned slugs, as long as none of them has an
       untouchable slug in it (sites that do are set aside until the union is safe for all that remain, and
       join again if the union then covers their planned slugs without any untouchable one);
-    - the sites still set aside are grouped by identical planned slugs;
+    - the sites still set aside are packed into as few compatible filters as they allow (`pack_compatible`);
     - translations are not filtered by slug in a batch job, so a site with untouchable translations gets a
       call of its own on the per-site route, which updates only the named slugs.
     """
@@ -106,12 +129,10 @@ def plan_calls(
         aside |= clash
     fits = {site_id for site_id in aside if planned[site_id] <= union and not keep[site_id] & union}
     shared, aside = shared | fits, aside - fits
-    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for site_id in sorted(aside):
-        groups[tuple(sorted(planned[site_id]))].append(site_id)
+    groups = [(tuple(sorted(slugs)), site_ids) for slugs, site_ids in pack_compatible(sorted(aside), planned, keep)]
     if shared:
-        groups[tuple(sorted(union))] += sorted(shared)
-    for slugs, site_ids in sorted(groups.items(), key=lambda group: -len(group[1])):
+        groups.append((tuple(sorted(union)), sorted(shared)))
+    for slugs, site_ids in sorted(groups, key=lambda group: (-len(group[1]), group[1][0])):
         for part in split_evenly(sorted(site_ids), sites_per_call):
             calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))
     return calls

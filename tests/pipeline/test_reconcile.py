@@ -162,3 +162,18 @@ def test_a_fleet_wide_ignore_entry_does_not_split_the_shared_call():
     untouchable = {site_id: ["hello.php"] for site_id in (1, 2, 3)}  # a global ignore, repeated per site
     calls = plan_calls(items, P, sites_per_call=10, untouchable=untouchable)
     assert [(c.site_ids, c.slugs) for c in calls] == [([1, 2, 3], ["a/a.php", "b/b.php"])]
+
+
+def test_set_aside_sites_with_different_slugs_share_a_call_when_their_filters_allow():
+    items = [item(1, "a/a.php"), item(2, "b/b.php"), item(3, "c/c.php"), item(4, "b/b.php"), item(5, "d/d.php")]
+    # sites 1 and 2 keep c/c.php (held), so they cannot join site 3; site 4 keeps a/a.php, so not with site 1
+    untouchable = {1: ["c/c.php"], 2: ["c/c.php"], 4: ["a/a.php"], 5: ["c/c.php"]}
+    calls = plan_calls(items, P, sites_per_call=10, untouchable=untouchable)
+    assert sorted((c.site_ids, c.slugs) for c in calls) == [
+        ([1, 2], ["a/a.php", "b/b.php"]),
+        ([3], ["c/c.php"]),
+        ([4, 5], ["b/b.php", "d/d.php"]),  # four set-aside sites in two calls, not one call each
+    ]
+    for call in calls:
+        for site_id in call.site_ids:
+            assert not set(call.slugs) & set(untouchable.get(site_id, []))
