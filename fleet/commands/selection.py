@@ -54,19 +54,28 @@ def print_summary(path: str) -> None:
     typer.echo(f"summary: {path}")
 
 
-def run_maintenance(flow: Callable[..., Awaitable[str]], label: str, *, dry_run: bool, policy: Path | None,
-                    chosen: Selection, report_dir: Path | None) -> None:
-    """Run a maintenance flow (nightly or update) and print where its summary went; exit 1 on a dashboard error."""
-    from dashboard.errors import DashboardError
-    from fleet.policy import PolicyError
+def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str) -> typer.Typer:
+    """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
+    went; exit 1 on a dashboard error, 2 on bad options or a bad policy file."""
+    app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
-    check_policy(policy)
-    try:
-        path = asyncio.run(flow(
-            selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
-            report_dir=str(report_dir) if report_dir else None,
-        ))
-    except (DashboardError, PolicyError) as error:
-        typer.secho(f"{label} failed: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
-    print_summary(path)
+    @app.callback()
+    def run(dry_run: DryRun = False, policy: PolicyPath = None, sites: Sites = None, tags: Tags = None,
+            clients: Clients = None, types: Types = None, report_dir: ReportDir = None) -> None:
+        from dashboard.errors import DashboardError
+        from fleet.policy import PolicyError
+
+        chosen = selection(sites, tags, clients, types)
+        check_policy(policy)
+        try:
+            path = asyncio.run(load_flow()(
+                selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
+                report_dir=str(report_dir) if report_dir else None,
+            ))
+        except (DashboardError, PolicyError) as error:
+            typer.secho(f"{label} failed: {error}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from None
+        print_summary(path)
+
+    run.__doc__ = help
+    return app
