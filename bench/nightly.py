@@ -3,7 +3,11 @@ capacity model), side by side with the same work done by a plain sequential scri
 
 For each variant: wall time against the emulator's modelled lower bound (total modelled work / its workers),
 orchestration CPU per site (this process only: the emulator and the Prefect server run elsewhere), peak RSS,
-requests the dashboard saw and job polls. Each variant runs in its own process against a fresh emulator.
+requests the dashboard saw and job polls. Each variant runs in its own process against a fresh emulator; the
+pipeline reports to one Prefect server started for the whole benchmark, as a deployed flow run reports to its
+server (API only: its background services run on the operator's server, not beside the flow). The flow's
+report step (local rendering, outside the dashboard's bound) is measured inside the same run and shown apart;
+the peak RSS is the whole flow's, report step included. Each flow's log goes to bench/results/.
 
 Run: `python bench/nightly.py [--sites 1000 10000] [--time-scale 0.01] [--sequential-max-sites 1000]`.
 Prints a table and writes bench/results/nightly.json.
@@ -45,6 +49,35 @@ def start_emulator(sites: int, time_scale: float, credentials: Path) -> subproce
         process.kill()
         raise RuntimeError(f"the emulator did not start with {sites} sites")
     return process
+
+
+def start_prefect_server(home: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """One Prefect server for the whole benchmark; the flow processes report to it over HTTP."""
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_SERVER_UI_ENABLED": "false"}
+    process = subprocess.Popen([str(Path(sys.executable).parent / "prefect"), "server", "start", "--host",
+                                "127.0.0.1", "--port", str(port), "--no-services"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return process, {"PREFECT_HOME": str(home), "PREFECT_API_URL": api}
+        if process.poll() is not None:
+            break
+        time.sleep(0.5)
+    process.kill()
+    raise RuntimeError("the Prefect server did not start")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def stop_emulator(process: subprocess.Popen[str]) -> None:
@@ -108,24 +141,39 @@ def pipeline_env(credentials: dict[str, Any], report_dir: str) -> None:
     })
 
 
-def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> dict[str, Any]:
-    from prefect.testing.utilities import prefect_test_harness
+class ReportStepMeter:
+    """Wall and CPU of the flow's report rendering, measured where it runs (a worker thread of the flow)."""
 
+    def __init__(self) -> None:
+        import tasks.report
+
+        self.wall = self.cpu = 0.0
+        self.rss_before_mb = 0.0
+        render = tasks.report.render_reports
+
+        def measured(*args: Any, **kwargs: Any) -> Any:
+            self.rss_before_mb = peak_rss_mb()
+            wall, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_THREAD)
+            try:
+                return render(*args, **kwargs)
+            finally:
+                now = resource.getrusage(resource.RUSAGE_THREAD)
+                self.cpu += now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime
+                self.wall += time.perf_counter() - wall
+
+        tasks.report.render_reports = measured
+
+
+def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> dict[str, Any]:
     from fleet.summary import Outcome, Summary
     from flows.nightly import nightly_maintenance
-    from reporting.run_report import render_reports
 
     pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"))
     requests = RequestCounter(credentials["base_url"])
-    with prefect_test_harness(server_startup_timeout=120):
-        cpu, wall = cpu_seconds(), time.perf_counter()
-        path = asyncio.run(nightly_maintenance(send_report=False))
-        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    rss = peak_rss_mb()  # before rendering the report a second time below
-    # the report step (rendering, charts) is measured apart: it is local work, outside the dashboard's bound
-    report_cpu, report_wall = cpu_seconds(), time.perf_counter()
-    render_reports(Path(path).parent)
-    report_wall, report_cpu = time.perf_counter() - report_wall, cpu_seconds() - report_cpu
+    report = ReportStepMeter()
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    path = asyncio.run(nightly_maintenance(send_report=False))
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
     summary = Summary.read(Path(path))
     attempted = [item for item in summary.items if item.rule is None]
     worked_on = {item.site_id for item in attempted}
@@ -133,7 +181,8 @@ def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> 
     operations = {"sync": synced + len(worked_on), "check": len(worked_on), "update_item": len(attempted)}
     return {
         "variant": "pipeline", "sites": sites, "wall_s": wall, "cpu_s": cpu,
-        "report_wall_s": report_wall, "report_cpu_s": report_cpu, "peak_rss_mb": rss,
+        "report_wall_s": report.wall, "report_cpu_s": report.cpu, "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_before_report_mb": report.rss_before_mb,
         "lower_bound_s": modelled_lower_bound(credentials, operations, time_scale),
         "requests": requests.count, "polls": sum(job.polls for job in summary.jobs),
         "jobs": len(summary.jobs), "items": len(summary.items),
@@ -190,7 +239,7 @@ def child(variant: str, credentials_file: Path, sites: int, time_scale: float) -
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def measure(variant: str, sites: int, time_scale: float) -> dict[str, Any]:
+def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         credentials = Path(scratch) / "credentials.json"
         emulator = start_emulator(sites, time_scale, credentials)
@@ -198,10 +247,13 @@ def measure(variant: str, sites: int, time_scale: float) -> dict[str, Any]:
             out = subprocess.run(
                 [sys.executable, __file__, "--child", variant, "--credentials", str(credentials),
                  "--sites", str(sites), "--time-scale", str(time_scale)],
-                capture_output=True, text=True, cwd=ROOT, check=False,
+                capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **prefect_env},
             )
         finally:
             stop_emulator(emulator)
+    log = ROOT / "bench" / "results" / f"nightly-{variant}-{sites}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(out.stderr)  # the flow's own log: when each task run finished
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     if not lines:
         raise RuntimeError(f"{variant} over {sites} sites failed:\n{out.stderr[-3000:]}")
@@ -237,10 +289,16 @@ def main() -> None:
         child(args.child, args.credentials, args.sites[0], args.time_scale)
         return
     results = []
-    for sites in args.sites:
-        for variant in ("pipeline", *(("sequential",) if sites <= args.sequential_max_sites else ())):
-            results.append(measure(variant, sites, args.time_scale))
-            print(table(results[-1:]).splitlines()[-1], flush=True)
+    with tempfile.TemporaryDirectory() as home:
+        server, prefect_env = start_prefect_server(Path(home))
+        try:
+            for sites in args.sites:
+                for variant in ("pipeline", *(("sequential",) if sites <= args.sequential_max_sites else ())):
+                    results.append(measure(variant, sites, args.time_scale, prefect_env))
+                    print(table(results[-1:]).splitlines()[-1], flush=True)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
     print()
     print(table(results))
     out = ROOT / "bench" / "results" / "nightly.json"

@@ -240,6 +240,8 @@ class AbilityMethods(Connection):
                 return await collect_pages(page, per_page=per_page, what="updates")
 
         updates = [u for found in await asyncio.gather(*(listing(s) for s in selections)) for u in found]
+        if not exclude and not search:
+            return updates
         excluded = {str(s) for s in exclude or []}
         needle = (search or "").lower()
         return [

@@ -13,6 +13,7 @@ import json
 import logging
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import cache, cached_property
 from typing import Annotated, Any, Generic, TypeVar
 from urllib.parse import unquote
 
@@ -22,10 +23,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     SecretStr,
+    TypeAdapter,
     ValidationError,
+    computed_field,
     field_validator,
 )
+from pydantic_core import CoreSchema, core_schema
 
 from dashboard.errors import InvalidInput
 from fleet.summary import UpdateType  # the one update-type enum of the project, re-exported here
@@ -112,10 +117,26 @@ Int = Annotated[int, BeforeValidator(_to_int)]
 OptInt = Annotated[int | None, BeforeValidator(_to_int)]
 OptFloat = Annotated[float | None, BeforeValidator(_blank_to_none)]
 Bool = Annotated[bool, BeforeValidator(_to_bool)]
-OptStr = Annotated[str | None, BeforeValidator(lambda v: None if v is None else str(v))]
-Str = Annotated[str, BeforeValidator(lambda v: "" if v is None else str(v))]
+
+
+class _Text:
+    """Text that may arrive as a number or null: a string (nearly every value) is taken as is inside
+    pydantic-core, anything else goes through `str()` in Python (`None` -> `none`)."""
+
+    def __init__(self, none: str | None) -> None:
+        self.none = none
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        none = self.none
+        to_text = core_schema.no_info_before_validator_function(lambda v: none if v is None else str(v),
+                                                                core_schema.str_schema())
+        text = core_schema.union_schema([core_schema.str_schema(strict=True), to_text], mode="left_to_right")
+        return text if none is not None else core_schema.nullable_schema(text)
+
+
+OptStr = Annotated[str | None, _Text(None)]
+Str = Annotated[str, _Text("")]
 Time = Annotated[datetime | None, BeforeValidator(_to_time)]
-Json = Annotated[Any, BeforeValidator(_decode_json)]
 Type = Annotated[UpdateType, BeforeValidator(_to_update_type)]
 
 
@@ -151,11 +172,20 @@ class Model(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
+@cache
+def _list_of(model: type[M]) -> TypeAdapter[list[M]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
 def valid_rows(model: type[M], rows: Any) -> list[M]:
     """The rows that validate as `model`. A bad row is logged (with its site or id when it has one) and
     skipped, so that one odd record does not sink a whole listing."""
     if not isinstance(rows, list):
         raise ValueError(f"expected a list of {model.__name__}, got {type(rows).__name__}")
+    try:  # the whole list at once, in pydantic-core, is the cheap common case
+        return _list_of(model).validate_python(rows)
+    except ValidationError:
+        pass  # some row is bad: go row by row to skip and name it
     kept: list[M] = []
     for index, row in enumerate(rows):
         try:
@@ -168,6 +198,16 @@ def valid_rows(model: type[M], rows: Any) -> list[M]:
             log.warning("skipped %s row %d %s: %s: %s", model.__name__, index, where or "",
                         ".".join(map(str, first["loc"])), first["msg"])
     return kept
+
+
+def decoded_on_read(raw_field: str) -> Any:
+    """A read-only field: `raw_field` decoded as JSON text (bad text is None, `""` nothing) on first read, then
+    kept. Listing 10,000 sites then costs nothing for big JSON-text fields nobody reads."""
+
+    def decode(model: BaseModel) -> Any:
+        return _decode_json(getattr(model, raw_field))
+
+    return computed_field(cached_property(decode))
 
 
 def lenient(model: type[M]) -> Any:
@@ -197,13 +237,21 @@ class Site(Model):
     suspended: Bool = False
     admin_username: OptStr = None
     notes: OptStr = Field(None, validation_alias=AliasChoices("notes", "note"))
-    plugins: Json = None
-    themes: Json = None
-    wp_upgrades: Json = None
-    plugin_upgrades: Json = None
-    theme_upgrades: Json = None
-    translation_upgrades: Json = None
     stats: dict[str, Any] | None = None
+    # The JSON-text fields as sent (`Site(plugins=...)` and dumps use the plain names below).
+    raw_plugins: Any = Field(None, validation_alias="plugins", exclude=True, repr=False)
+    raw_themes: Any = Field(None, validation_alias="themes", exclude=True, repr=False)
+    raw_wp_upgrades: Any = Field(None, validation_alias="wp_upgrades", exclude=True, repr=False)
+    raw_plugin_upgrades: Any = Field(None, validation_alias="plugin_upgrades", exclude=True, repr=False)
+    raw_theme_upgrades: Any = Field(None, validation_alias="theme_upgrades", exclude=True, repr=False)
+    raw_translation_upgrades: Any = Field(None, validation_alias="translation_upgrades", exclude=True, repr=False)
+
+    plugins = decoded_on_read("raw_plugins")
+    themes = decoded_on_read("raw_themes")
+    wp_upgrades = decoded_on_read("raw_wp_upgrades")
+    plugin_upgrades = decoded_on_read("raw_plugin_upgrades")
+    theme_upgrades = decoded_on_read("raw_theme_upgrades")
+    translation_upgrades = decoded_on_read("raw_translation_upgrades")
 
 
 class SiteRef(Model):

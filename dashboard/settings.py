@@ -48,7 +48,9 @@ class DashboardSettings(BaseSettings):
     max_attempts: int = Field(4, ge=1, le=10, description="Tries of an idempotent call (1 = no retry).")
     retry_initial: float = Field(0.5, gt=0, description="First wait between tries, seconds.")
     retry_cap: float = Field(30.0, gt=0, description="Longest single wait between tries, seconds.")
-    max_connections: int = Field(20, ge=1)
+    max_connections: int = Field(
+        20, ge=1, description="Requests in flight at once; more wait their turn (however long the calls ahead take)."
+    )
 
     @field_validator("base_url")
     @classmethod

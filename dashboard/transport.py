@@ -12,12 +12,14 @@ Waits grow exponentially with jitter up to `retry_cap`, and honour `Retry-After`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from pydantic_core import from_json
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
@@ -104,6 +106,7 @@ class Transport:
             follow_redirects=False,
             headers={"Accept": "application/json", "User-Agent": "fleet-maintenance-dashboard-client"},
         )
+        self._in_flight = asyncio.Semaphore(settings.max_connections)
         self._redactor = SecretRedactor(settings.secrets())
         for name in self.LOGGERS:
             logging.getLogger(name).addFilter(self._redactor)
@@ -174,9 +177,10 @@ class Transport:
         query += list(credentials.params.items())
         auth = httpx.BasicAuth(*credentials.basic) if credentials.basic else None
         try:
-            response = await self._http.request(
-                method, url, params=query or None, json=json, data=form, headers=credentials.headers, auth=auth
-            )
+            async with self._in_flight:  # the rest wait here, without httpx's pool timeout
+                response = await self._http.request(
+                    method, url, params=query or None, json=json, data=form, headers=credentials.headers, auth=auth
+                )
         except _NOT_SENT as exc:
             raise TransportError(self._describe(exc), code="connect", method=method, path=path) from None
         except (httpx.RequestError, OSError) as exc:  # OSError: an in-process (ASGI) server that dropped us
@@ -227,8 +231,14 @@ class Transport:
 
     @staticmethod
     def _body(response: httpx.Response) -> Any:
+        """The JSON body, decoded by pydantic-core (about twice as fast as `json`); `json` still reads what it
+        refuses (a byte-order mark, UTF-16, lone surrogates in escapes)."""
         if not response.content:
             return None
+        try:
+            return from_json(response.content)
+        except ValueError:
+            pass
         try:
             return response.json()
         except ValueError:

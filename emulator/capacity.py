@@ -4,11 +4,18 @@ A real dashboard talks to each child site over HTTP; a sync or an update takes s
 once (PHP workers, WP-Cron). The emulator makes every site operation occupy one of `workers` slots for its
 modelled time (scaled by the clock), so the total modelled work divided by the workers is a physical lower
 bound a benchmark can compare its wall time with.
+
+Each operation books the worker that is free first, from the moment that worker is free (first come, first
+served), and sleeps until its booked end. A worker's next operation starts at the previous one's booked end,
+not when the event loop got round to waking it: at small time scales that lateness (a millisecond or two per
+operation, 10% of a 20 ms sync) would otherwise pile up into a dashboard slower than the one modelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import time
 from collections import Counter
 
 from emulator.clock import Clock
@@ -35,7 +42,7 @@ class Capacity:
         self.clock = clock
         self.workers = workers
         self.work_seconds = {**DEFAULT_WORK_SECONDS, **(work_seconds or {})}
-        self._slots = asyncio.Semaphore(workers)
+        self._free_at = [0.0] * workers  # a heap: when each worker is next free (monotonic seconds)
         self.operations: Counter[str] = Counter()
         self.modelled_seconds = 0.0
 
@@ -50,8 +57,10 @@ class Capacity:
         self.modelled_seconds += seconds
         if seconds <= 0:
             return
-        async with self._slots:
-            await self.clock.sleep(seconds)
+        now = time.monotonic()
+        ends = max(now, heapq.heappop(self._free_at)) + self.clock.scaled(seconds)
+        heapq.heappush(self._free_at, ends)
+        await asyncio.sleep(ends - now)
 
     def lower_bound_seconds(self) -> float:
         """Wall seconds the work modelled so far needs at the very least: total work / workers, scaled."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from dashboard.models import JobStatus, SiteItemsUpdate, UpdateRunResult
 from fleet.plan import PlanItem
-from fleet.summary import Job, UpdateType
+from fleet.summary import Job, Record, UpdateType
 
 APPLY_ORDER = (UpdateType.translation, UpdateType.plugin, UpdateType.theme, UpdateType.core)
 _JOB_TYPE_ALIASES = {"plugins": "plugin", "themes": "theme", "translations": "translation", "wp": "core"}
@@ -31,7 +31,7 @@ class UpdateCall(BaseModel):
     per_site: bool = False
 
 
-class ItemReport(BaseModel):
+class ItemReport(Record):
     """What an answer said about one item, or about a whole site when `slug` is None."""
 
     site_id: int

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from fleet.first_seen import UpdateKey
 from fleet.policy import EffectiveRules, OverrideNames, Policy, Rule
-from fleet.summary import Outcome, Selection, UpdateType
+from fleet.summary import Outcome, Record, Selection, UpdateType
 
 
 class SiteStatus(StrEnum):
@@ -37,7 +37,7 @@ def status_for_error(code: str) -> SiteStatus:
     return _STATUS_BY_ERROR.get(bare, SiteStatus.disconnected)
 
 
-class SiteRecord(BaseModel):
+class SiteRecord(Record):
     """A site as the pipeline sees it after the sync."""
 
     id: int
@@ -59,7 +59,7 @@ class SiteRecord(BaseModel):
         return str(self.id), self.domain
 
 
-class PendingUpdate(BaseModel):
+class PendingUpdate(Record):
     """One update the dashboard offers for one site."""
 
     site_id: int
@@ -79,7 +79,7 @@ class PendingUpdate(BaseModel):
         return self.type.value, self.slug, self.to_version or self.from_version or ""
 
 
-class IgnoredUpdate(BaseModel):
+class IgnoredUpdate(Record):
     """An entry of the dashboard's ignore lists (global entries come repeated for every site)."""
 
     site_id: int

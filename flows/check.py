@@ -10,7 +10,7 @@ from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
 from fleet.summary import Selection, SiteCheck
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
-from tasks.checks import check_sites_task
+from tasks.checks import check_sites_task, count_open_incidents_task
 
 
 @flow(name="check-fleet", log_prints=False)
@@ -25,13 +25,14 @@ async def check_fleet(
         dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
     """
     settings = PipelineSettings()
-    async with await open_dashboard(dashboard) as client:
+    async with await open_dashboard(dashboard, settings) as client:
         sites, _, _ = await select_fleet(client, selection)
         usable = [site for site in sites if site.status is SiteStatus.online]
         parts = await run_in_chunks(
-            lambda chunk, share, label: check_sites_task(client, quote(chunk), share, label=label), usable, settings
+            lambda chunk, label: check_sites_task(client, quote(chunk), settings, label=label), usable, settings
         )
-    checks = {site_id: check for part in parts for site_id, check in part.items()}
+        checks = {site_id: check for part in parts for site_id, check in part.items()}
+        checks = await count_open_incidents_task(client, quote(usable), quote(checks), settings)
     by_id = {site.id: site for site in usable}
     rows = [
         {"site": by_id[site_id].name, "url": by_id[site_id].url, "online": check.online,

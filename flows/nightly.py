@@ -35,7 +35,7 @@ async def nightly_maintenance(
         send_report: E-mail the reports to the operator and the clients (a dry run never sends).
         email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
     """
-    _, run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
+    run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                       report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
     # --- REPORT STEP (engineer R's `tasks.report`): render and deliver the reports from summary.json alone.
     send = send_report and not dry_run

@@ -20,12 +20,14 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-async def open_dashboard(block: str | None) -> DashboardClient:
+async def open_dashboard(block: str | None, settings: PipelineSettings) -> DashboardClient:
+    """The saved connection `block`, else the FLEET_* environment; never more than `settings.concurrency`
+    requests in flight, however many steps and chunks run at once."""
     if block:
         from dashboard.block import DashboardConnection
 
-        return DashboardClient.from_block(await DashboardConnection.load(block))
-    return DashboardClient.from_env()
+        return DashboardClient.from_block(await DashboardConnection.load(block), max_connections=settings.concurrency)
+    return DashboardClient.from_env(max_connections=settings.concurrency)
 
 
 async def select_fleet(
@@ -37,17 +39,22 @@ async def select_fleet(
     return select_sites(fleet, selection), clients, errors
 
 
+async def run_in_parallel(step: Callable[[T], Awaitable[R]], parts: list[T], settings: PipelineSettings) -> list[R]:
+    """`step` over every part, `settings.concurrency` parts at once.
+
+    Each part may fan out up to the whole concurrency: the client keeps the total in flight within it
+    (`open_dashboard`), so a part left alone at the end still keeps the dashboard busy.
+    """
+    return await fan_out(parts, step, settings.concurrency)
+
+
 async def run_in_chunks(
-    step: Callable[[list[T], PipelineSettings, str], Awaitable[R]], values: list[T], settings: PipelineSettings
+    step: Callable[[list[T], str], Awaitable[R]], values: list[T], settings: PipelineSettings
 ) -> list[R]:
     """One task run per chunk of `settings.chunk_size`; together they keep within `settings.concurrency`."""
     chunks = chunked(values, settings.chunk_size)
-    if not chunks:
-        return []
-    parallel = min(len(chunks), settings.concurrency)
-    share = settings.model_copy(update={"concurrency": max(1, settings.concurrency // parallel)})
-    numbered = list(enumerate(chunks, start=1))
-    return await fan_out(numbered, lambda pair: step(pair[1], share, f"{pair[0]}-of-{len(chunks)}"), parallel)
+    numbered = [(f"{number}-of-{len(chunks)}", chunk) for number, chunk in enumerate(chunks, start=1)]
+    return await run_in_parallel(lambda pair: step(pair[1], pair[0]), numbered, settings)
 
 
 async def sync_selected(
@@ -56,7 +63,7 @@ async def sync_selected(
     """Sync the usable sites in chunk tasks; the sites come back with their status after the sync."""
     usable = [site for site in sites if site.status is SiteStatus.online]
     results = await run_in_chunks(
-        lambda chunk, share, label: sync_sites_task(client, quote(chunk), share, label=label), usable, settings
+        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label), usable, settings
     )
     failures = {site_id: failure for result in results for site_id, failure in result.items()}
     return apply_sync_failures(sites, failures)
@@ -74,7 +81,7 @@ async def sync_fleet(
         dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
     """
     settings = PipelineSettings()
-    async with await open_dashboard(dashboard) as client:
+    async with await open_dashboard(dashboard, settings) as client:
         sites, _, errors = await select_fleet(client, selection)
         synced = await sync_selected(client, sites, settings)
     logger = get_run_logger()

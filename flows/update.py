@@ -1,13 +1,14 @@
 """`update_fleet`, and the sentence every maintenance run follows:
 
-sync -> detect -> ignore lists -> policy -> plan -> per cohort: execute by type (translations, plugins, themes,
-core) -> sensor on queued jobs -> checks -> reconcile -> summary.
+sync and detect (per chunk, with the ignore lists alongside) -> policy -> plan -> per cohort, in lanes of sites
+side by side: execute by type (translations, plugins, themes, core) -> sensor on queued jobs -> checks ->
+re-sync -> reconcile; then open incidents -> summary.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,16 +21,17 @@ from prefect.utilities.annotations import quote
 from dashboard.client import DashboardClient
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.job_journal import JobJournal
-from fleet.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
+from fleet.lanes import Lane, split_into_lanes
+from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
 from fleet.policy import Policy, load_policy
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
-from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck, Summary
-from flows.sync import open_dashboard, run_in_chunks, select_fleet, sync_selected
-from tasks.checks import check_sites_task
-from tasks.detect import detect_updates_task
+from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck
+from flows.sync import open_dashboard, run_in_chunks, run_in_parallel, select_fleet
+from tasks.checks import check_sites_task, count_open_incidents_task
+from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.ignores import load_ignores_task
 from tasks.plan import finalise_plan_task
@@ -46,6 +48,13 @@ class CohortResult:
     items: list[Item] = field(default_factory=list)
     jobs: list[JobOutcome] = field(default_factory=list)
     checks: dict[int, SiteCheck] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: CohortResult) -> None:
+        self.items += other.items
+        self.jobs += other.jobs
+        self.checks |= other.checks
+        self.errors += other.errors
 
 
 def run_identity(started: datetime) -> str:
@@ -63,31 +72,36 @@ def resolve_policy(policy_file: str | None, settings: PipelineSettings) -> Polic
     return load_policy(path) if path else Policy()
 
 
-def unverified(plan: Plan, cohort: PlanCohort, reason: str) -> list[Item]:
-    sites = {site.id: site for site in plan.sites}
-    return [summary_item(item, sites[item.site_id], Outcome.unknown, reason) for item in plan.to_apply(cohort.site_ids)]
+def unverified(lane: Lane, reason: str) -> list[Item]:
+    sites = {site.id: site for site in lane.sites}
+    return [summary_item(item, sites[item.site_id], Outcome.unknown, reason) for item in lane.items]
 
 
-async def update_type(
-    client: DashboardClient, plan: Plan, items: list[PlanItem], type_, settings: PipelineSettings
-) -> tuple[list[CallResult], list[JobOutcome]]:
-    """Execute one update type over chunks of sites, then wait on every job it queued (or re-used)."""
-    typed = [item for item in items if item.type is type_]
-    site_ids = sorted({item.site_id for item in typed})
-    by_site = {site.id: site for site in plan.sites}
-    untouchable: dict[int, list[str]] = defaultdict(list)
-    for item in plan.items:
-        if item.type is type_ and item.decision is not Decision.apply:
-            untouchable[item.site_id].append(item.slug)
+async def survey_fleet(
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool
+) -> tuple[list[SiteRecord], list[PendingUpdate]]:
+    """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only).
 
-    def execute(chunk: list[int], share: PipelineSettings, label: str):
-        wanted = set(chunk)
-        return execute_updates_task(client, quote([i for i in typed if i.site_id in wanted]), type_,
-                                    quote([by_site[s] for s in chunk]), plan.run_id, share,
-                                    untouchable=quote({s: untouchable[s] for s in chunk if s in untouchable}),
-                                    label=label)
+    The sites come back with their status after the sync; the list covers every selected site, usable or not,
+    so that the plan can say why an item on an unusable site is skipped.
+    """
 
-    calls = [call for chunk in await run_in_chunks(execute, site_ids, settings) for call in chunk]
+    async def chunk_step(chunk: list[SiteRecord], label: str):
+        usable = [site for site in chunk if site.status is SiteStatus.online]
+        failures = await sync_sites_task(client, quote(usable), settings, label=label) if sync and usable else {}
+        ids = [site.id for site in chunk]
+        pending = await detect_updates_task(client, quote(ids), settings.concurrency, label=label)
+        return failures, pending
+
+    parts = await run_in_chunks(chunk_step, sites, settings)
+    failures = {site_id: failure for part, _ in parts for site_id, failure in part.items()}
+    return apply_sync_failures(sites, failures), [update for _, pending in parts for update in pending]
+
+
+async def wait_for_update_jobs(
+    client: DashboardClient, calls: list[CallResult], settings: PipelineSettings
+) -> list[JobOutcome]:
+    """The sensor on every job the calls queued (or re-used); a finished or vanished job leaves the journal."""
     queued = {call.job_id: call.call.site_ids for call in calls if call.job_id}
     jobs = await asyncio.gather(*(
         wait_for_batch_job_task(client, job_id, "update", quote(sites), settings) for job_id, sites in queued.items()
@@ -96,59 +110,56 @@ async def update_type(
     for outcome in jobs:
         if outcome.finished or outcome.job.status in ("expired", "not_found"):
             journal.finish(outcome.job.id)
-    return calls, list(jobs)
+    return list(jobs)
+
+
+async def run_lane(
+    client: DashboardClient, lane: Lane, run_id: str, settings: PipelineSettings, run_checks: bool
+) -> CohortResult:
+    """One lane through the sentence: each type in the safe order (its jobs waited out before the next type),
+    then checks, re-sync, a fresh list and reconcile."""
+    result = CohortResult()
+    calls: list[CallResult] = []
+    for type_ in APPLY_ORDER:
+        typed = lane.items_of(type_)
+        if typed:
+            type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), run_id, settings,
+                                                    untouchable=quote(lane.untouchable.get(type_, {})),
+                                                    label=lane.label)
+            calls += type_calls
+            result.jobs += await wait_for_update_jobs(client, type_calls, settings)
+    if run_checks:
+        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label)
+    failures = await sync_sites_task(client, quote(lane.sites), settings, label=f"after-updates-{lane.label}")
+    after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
+                                      label=f"after-updates-{lane.label}")
+    result.items = reconcile_task(quote(lane.items), quote(lane.sites), quote(calls), quote(result.jobs),
+                                  quote(failures), quote(after), label=lane.label)
+    return result
 
 
 async def run_cohort(
     client: DashboardClient, plan: Plan, cohort: PlanCohort, settings: PipelineSettings, run_checks: bool
 ) -> CohortResult:
-    items = plan.to_apply(cohort.site_ids)
+    """The cohort's lanes side by side; a lane whose step failed after its retries accounts for its items."""
+
+    async def lane_step(lane: Lane) -> CohortResult:
+        try:
+            return await run_lane(client, lane, plan.run_id, settings, run_checks)
+        except FATAL_ERRORS:
+            raise
+        except Exception as error:
+            return CohortResult(items=unverified(lane, f"the run could not verify it: {error}"),
+                                errors=[f"cohort {cohort.name!r}, lane {lane.label}: a step failed: {error}"])
+
+    lanes = split_into_lanes(plan, cohort, settings.chunk_size)
     result = CohortResult()
-    calls: list[CallResult] = []
-    for type_ in APPLY_ORDER:
-        if any(item.type is type_ for item in items):
-            type_calls, type_jobs = await update_type(client, plan, items, type_, settings)
-            calls += type_calls
-            result.jobs += type_jobs
-    worked_on = {item.site_id for item in items}
-    sites: list[SiteRecord] = [site for site in plan.sites if site.id in worked_on]
-    if run_checks:
-        checked = await run_in_chunks(
-            lambda chunk, share, label: check_sites_task(client, quote(chunk), share, label=label), sites, settings
-        )
-        result.checks = {site_id: check for part in checked for site_id, check in part.items()}
-
-    resynced = await run_in_chunks(
-        lambda chunk, share, label: sync_sites_task(client, quote(chunk), share, label=f"after-updates-{label}"),
-        sites, settings,
-    )
-    failures = {site_id: failure for part in resynced for site_id, failure in part.items()}
-    after = await detect_updates_task(client, quote(sorted(worked_on)), settings.concurrency)
-    result.items = reconcile_task(quote(items), quote(sites), quote(calls), quote(result.jobs), quote(failures),
-                                  quote(after))
+    for lane_result in await run_in_parallel(lane_step, lanes, settings):
+        result.add(lane_result)
+    if run_checks and result.checks:
+        checked = [site for lane in lanes for site in lane.sites if site.id in result.checks]
+        result.checks = await count_open_incidents_task(client, quote(checked), quote(result.checks), settings)
     return result
-
-
-async def plan_night(
-    client: DashboardClient,
-    sites: list[SiteRecord],
-    policy: Policy,
-    selection: Selection,
-    dry_run: bool,
-    run_id: str,
-    started: datetime,
-    settings: PipelineSettings,
-    run_dir: Path,
-) -> Plan:
-    """detect -> ignore lists -> policy -> plan (the detected lists are dropped once the plan holds them)."""
-    ids = [site.id for site in sites]
-    pending, ignored = await asyncio.gather(
-        detect_updates_task(client, quote(ids), settings.concurrency), load_ignores_task(client, quote(ids))
-    )
-    plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
-                             ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
-                             settings=settings)
-    return finalise_plan_task(quote(plan), policy.rollout, run_dir)
 
 
 async def maintain_fleet(
@@ -159,18 +170,25 @@ async def maintain_fleet(
     report_dir: str | None,
     dashboard: str | None,
     run_checks: bool,
-) -> tuple[Summary, Path]:
-    """The whole sentence; returns the summary and the run directory it was written to."""
+) -> Path:
+    """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
     settings = pipeline_settings(report_dir)
     policy = resolve_policy(policy_file, settings)  # a bad policy fails here, before any request
     started = datetime.now(UTC)
     run_id = run_identity(started)
     run_dir = settings.report_dir / run_id
-    async with await open_dashboard(dashboard) as client:
+    async with await open_dashboard(dashboard, settings) as client:
         sites, clients, errors = await select_fleet(client, selection)
-        if not dry_run:  # a sync is a write request; a dry run plans from the dashboard's last sync
-            sites = await sync_selected(client, sites, settings)
-        plan = await plan_night(client, sites, policy, selection, dry_run, run_id, started, settings, run_dir)
+        # a sync is a write request: a dry run plans from the dashboard's last sync
+        (sites, pending), ignored = await asyncio.gather(
+            survey_fleet(client, sites, settings, sync=not dry_run),
+            load_ignores_task(client, quote([site.id for site in sites])),
+        )
+        plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
+                                 ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
+                                 settings=settings)
+        del pending, ignored  # the plan holds them now
+        plan = finalise_plan_task(quote(plan), policy.rollout, run_dir)
         logger = get_run_logger()
         decided = Counter(item.decision.value for item in plan.items)
         logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
@@ -180,13 +198,8 @@ async def maintain_fleet(
         checks: dict[int, SiteCheck] = {}
         cohorts: list[Cohort] = []
         for position, cohort in enumerate([] if dry_run else plan.cohorts):
-            try:
-                result = await run_cohort(client, plan, cohort, settings, run_checks)
-            except FATAL_ERRORS:
-                raise
-            except Exception as error:  # a step failed after its retries: account for every item and say why
-                errors.append(f"cohort {cohort.name!r}: a step failed: {error}")
-                result = CohortResult(items=unverified(plan, cohort, f"the run could not verify it: {error}"))
+            result = await run_cohort(client, plan, cohort, settings, run_checks)
+            errors += result.errors
             attempted += result.items
             jobs += result.jobs
             checks |= result.checks
@@ -210,7 +223,7 @@ async def maintain_fleet(
         dashboard=client.settings.base_url,
     )
     await write_summary_task(quote(summary), run_dir)
-    return summary, run_dir
+    return run_dir
 
 
 @flow(name="update-fleet", log_prints=False)
@@ -230,6 +243,6 @@ async def update_fleet(
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
         dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
     """
-    _, run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
+    run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                       report_dir=report_dir, dashboard=dashboard, run_checks=False)
     return str(run_dir / "summary.json")

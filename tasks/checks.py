@@ -91,7 +91,10 @@ async def check_sites(
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[int, SiteCheck]:
-    """One `SiteCheck` per site: a failing part is recorded on the site, never raised."""
+    """One `SiteCheck` per site (the dashboard's check and the probe): a failing part is recorded, never raised.
+
+    Open incidents are counted once for all checked sites (`count_open_incidents`): the monitor list is fleet-wide.
+    """
     try:
         checks = await dashboard_checks(client, sites, settings)
     except DashboardError as error:
@@ -105,14 +108,9 @@ async def check_sites(
                                    settings.probe_concurrency)
     else:
         probes = [None] * len(sites)
-    try:
-        incidents = await open_incidents(client, sites, settings)
-    except DashboardError as error:  # monitoring is optional on a dashboard: the other checks still count
-        log.warning("uptime monitors could not be read: %s", error)
-        incidents = {}
     results = {}
     for site, probe in zip(sites, probes, strict=True):
-        check = checks.get(site.id, SiteCheck()).model_copy(update={"open_incidents": incidents.get(site.id, 0)})
+        check = checks.get(site.id, SiteCheck())
         if probe is not None:
             check = check.model_copy(update={
                 "http_code": check.http_code if check.http_code is not None else probe.http_code,
@@ -124,6 +122,21 @@ async def check_sites(
     return results
 
 
+async def count_open_incidents(
+    client: DashboardClient, sites: list[SiteRecord], checks: dict[int, SiteCheck], settings: PipelineSettings
+) -> dict[int, SiteCheck]:
+    """The checks with each site's open incidents; monitoring is optional on a dashboard, so a failure only warns."""
+    try:
+        incidents = await open_incidents(client, sites, settings)
+    except DashboardError as error:
+        log.warning("uptime monitors could not be read: %s", error)
+        return checks
+    return {
+        site_id: check.model_copy(update={"open_incidents": incidents[site_id]}) if site_id in incidents else check
+        for site_id, check in checks.items()
+    }
+
+
 @task(name="check-sites", task_run_name="check-{label}", **STEP_OPTIONS)
 async def check_sites_task(
     client: DashboardClient,
@@ -133,3 +146,10 @@ async def check_sites_task(
     label: str = "chunk",
 ) -> dict[int, SiteCheck]:
     return await check_sites(client, sites, settings, probe_transport)
+
+
+@task(name="count-open-incidents", **STEP_OPTIONS)
+async def count_open_incidents_task(
+    client: DashboardClient, sites: list[SiteRecord], checks: dict[int, SiteCheck], settings: PipelineSettings
+) -> dict[int, SiteCheck]:
+    return await count_open_incidents(client, sites, checks, settings)

@@ -93,8 +93,8 @@ async def load_fleet_task(client: DashboardClient) -> tuple[list[SiteRecord], li
     return await load_fleet(client)
 
 
-@task(name="detect-updates", **STEP_OPTIONS)
+@task(name="detect-updates", task_run_name="detect-{label}", **STEP_OPTIONS)
 async def detect_updates_task(
-    client: DashboardClient, site_ids: list[int], concurrency: int = 4
+    client: DashboardClient, site_ids: list[int], concurrency: int = 4, label: str = "all"
 ) -> list[PendingUpdate]:
     return await detect_updates(client, site_ids, concurrency)

@@ -1,6 +1,6 @@
 """Step 9: re-sync the sites that were worked on, list their updates again, and give every item one outcome.
 
-The re-sync runs per chunk of sites (`sync_sites_task`), the fresh list is read once for all of them, and
+Each lane re-syncs its sites (`sync_sites_task`), lists them again (`detect_updates_task`) and reconciles here;
 the outcomes come from `fleet.reconcile`, which trusts only that fresh state.
 """
 
@@ -15,7 +15,7 @@ from fleet.summary import Item
 from tasks.retries import STEP_OPTIONS
 
 
-@task(name="reconcile", **STEP_OPTIONS)
+@task(name="reconcile", task_run_name="reconcile-{label}", **STEP_OPTIONS)
 def reconcile_task(
     items: list[PlanItem],
     sites: list[SiteRecord],
@@ -23,6 +23,7 @@ def reconcile_task(
     jobs: list[JobOutcome],
     resync_failures: dict[int, tuple[str, str]],
     after: list[PendingUpdate],
+    label: str = "all",
 ) -> list[Item]:
     resync_errors = {site_id: message for site_id, (_, message) in resync_failures.items()}
     return reconcile(items, {site.id: site for site in sites}, calls, jobs, resync_errors, after)

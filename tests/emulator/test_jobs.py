@@ -15,6 +15,8 @@ import httpx
 import pytest
 import uvicorn
 
+from emulator.capacity import Capacity
+from emulator.clock import Clock
 from emulator.config import EmulatorConfig
 from emulator.jobs import CHUNK_INTERVAL, EXPIRY, FIRST_RUN_DELAY, TIMEOUT, child_outdated
 from emulator.testing import free_port
@@ -274,3 +276,21 @@ def test_a_job_runs_to_completion_behind_a_real_socket() -> None:
         thread.join(timeout=10)
         app.state.emulator.state.close()
     assert status["status"] == "completed" and status["processed"] == 450
+
+
+async def test_workers_take_operations_back_to_back_in_arrival_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each operation books the first free worker from the moment it is free: a late wake-up of the event loop
+    does not delay the next operation on that worker (the modelled throughput is exact)."""
+    slept: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        slept.append(round(seconds, 9))
+
+    monkeypatch.setattr("emulator.capacity.time.monotonic", lambda: 100.0)
+    monkeypatch.setattr("emulator.capacity.asyncio.sleep", no_wait)
+    capacity = Capacity(Clock(time_scale=0.01), workers=2, work_seconds={"sync": 2.0, "update_item": 3.0})
+    for operation, units in [("sync", 1), ("sync", 1), ("update_item", 2), ("sync", 1), ("sync", 1)]:
+        await capacity.work(operation, units)
+    # worker A: sync 0-0.02, update 0.02-0.08; worker B: sync 0-0.02, sync 0.02-0.04, sync 0.04-0.06
+    assert slept == [0.02, 0.02, 0.08, 0.04, 0.06]
+    assert capacity.lower_bound_seconds() == pytest.approx((4 * 2.0 + 2 * 3.0) / 2 * 0.01)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.errors import InvalidInput
 from fleet.plan import Decision
 from fleet.summary import NOT_ATTEMPTED, Outcome, Selection, UpdateType
 from flows.nightly import nightly_maintenance
@@ -201,3 +202,30 @@ async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard):
     assert broken is not None and broken.probe_ok is False and "critical error" in (broken.probe_error or "")
     healthy = [check for site_id, check in checks.items() if site_id != site["id"]]
     assert healthy and all(check is not None and check.probe_ok for check in healthy)
+
+
+async def test_a_lane_whose_step_fails_accounts_for_its_items_and_the_others_carry_on(dashboard, monkeypatch):
+    dashboard(sites=60, seed=3)
+    monkeypatch.setenv("FLEET_CHUNK_SIZE", "20")
+    import tasks.reconcile
+
+    reconcile = tasks.reconcile.reconcile
+    broken: set[int] = set()
+
+    def failing_for_one_lane(items, sites, *args):
+        if not broken:
+            broken.update(sites)
+        if set(sites) == broken:
+            raise InvalidInput("the fresh list could not be read", code="bad_listing")
+        return reconcile(items, sites, *args)
+
+    monkeypatch.setattr(tasks.reconcile, "reconcile", failing_for_one_lane)
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+
+    assert_every_item_accounted(summary, plan)
+    assert len(plan.to_apply()) > 0 and len({item.site_id for item in plan.to_apply()}) > 40  # three lanes
+    attempted = [item for item in summary.items if item.rule is None]
+    lost = [item for item in attempted if item.site_id in broken]
+    assert lost and all(item.outcome is Outcome.unknown and "could not verify" in item.reason for item in lost)
+    assert {item.outcome for item in attempted if item.site_id not in broken} == {Outcome.updated}
+    assert [error for error in summary.errors if "a step failed" in error and "lane" in error]

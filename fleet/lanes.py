@@ -1,0 +1,57 @@
+"""Lanes: a cohort's sites in chunks that each go through the whole night on their own.
+
+A lane runs its sites through every update type in the safe order, then checks, re-syncs and reconciles them,
+without waiting for the rest of the fleet: while one lane is being checked, the others keep the dashboard's
+workers busy with updates, so no step waits for the slowest chunk of the step before it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from fleet.fan_out import chunked
+from fleet.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
+from fleet.summary import UpdateType
+
+
+@dataclass
+class Lane:
+    """A chunk of sites with the items planned for them and, per type, the slugs their calls must not touch."""
+
+    label: str
+    sites: list[SiteRecord]
+    items: list[PlanItem]
+    untouchable: dict[UpdateType, dict[int, list[str]]] = field(default_factory=dict)
+
+    @property
+    def site_ids(self) -> list[int]:
+        return [site.id for site in self.sites]
+
+    def items_of(self, type_: UpdateType) -> list[PlanItem]:
+        return [item for item in self.items if item.type is type_]
+
+
+def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lane]:
+    """The cohort's sites with work, in lanes of at most `lane_size` sites (one pass over the plan's items)."""
+    members = set(cohort.site_ids)
+    to_apply: dict[int, list[PlanItem]] = defaultdict(list)
+    untouchable: dict[int, dict[UpdateType, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for item in plan.items:
+        if item.site_id not in members:
+            continue
+        if item.decision is Decision.apply:
+            to_apply[item.site_id].append(item)
+        else:
+            untouchable[item.site_id][item.type].append(item.slug)
+    sites = [site for site in plan.sites if site.id in to_apply]
+    parts = chunked(sites, lane_size)
+    lanes = []
+    for number, part in enumerate(parts, start=1):
+        kept: dict[UpdateType, dict[int, list[str]]] = defaultdict(dict)
+        for site in part:
+            for type_, slugs in untouchable.get(site.id, {}).items():
+                kept[type_][site.id] = slugs
+        lanes.append(Lane(label=f"{number}-of-{len(parts)}", sites=part,
+                          items=[item for site in part for item in to_apply[site.id]], untouchable=dict(kept)))
+    return lanes
