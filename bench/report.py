@@ -1,9 +1,12 @@
 """Report benchmark: render and write (as .eml) every report of a run for fleets of 1,000 and 10,000 sites.
 
-Each size runs in its own process over 7 synthetic nights (one client per 25 sites, about 5 pending items per
-site, every outcome). Measures the wall time of `render_run(send=True)` without SMTP settings (aggregation,
-charts, three formats per report, MIME messages, .eml files, summary.json rewritten), the share of it spent per
-report, the size of the operator's message, and the process's peak RSS.
+Each size is written as 7 synthetic nights (one client per 25 sites, about 5 pending items per site, every
+outcome), then reported in a fresh child process that has already imported the report code. Measures the
+wall time of rendering (aggregation, charts, three formats per report, files) and of delivery without SMTP
+settings (MIME messages from the files, .eml files, summary.json rewritten), the size of the operator's
+message, and memory: the child's RSS before the report step, its peak during it (Linux: the high-water mark
+is reset through /proc/self/clear_refs first) and the growth between the two, which must not follow the
+number of clients.
 
 Run: `python bench/report.py [--sites 1000 10000]`. Prints a table and writes bench/results/report.json.
 """
@@ -14,7 +17,7 @@ import argparse
 import json
 import platform
 import random
-import resource
+import re
 import subprocess
 import sys
 import tempfile
@@ -61,44 +64,61 @@ def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
     return last
 
 
-def measure(sites: int) -> dict[str, object]:
-    """Run in a child process: one fleet size, fresh memory."""
-    from reporting.run_report import render_run
+def _status_mib(field: str) -> float:
+    status = Path("/proc/self/status").read_text()
+    return round(int(re.search(rf"^{field}:\s+(\d+) kB", status, re.M)[1]) / 1024, 1)
+
+
+def measure(run_dir: Path) -> dict[str, object]:
+    """In a child process with the report code imported: one report step, memory seen from outside its data."""
+    import gc
+
+    from reporting.run_report import deliver_reports, render_reports
     from reporting.settings import MailSettings
 
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = write_fleet(Path(tmp), sites)
-        start = time.perf_counter()
-        result = render_run(run_dir, send=True, settings=MailSettings(_env_file=None, report_to=["ops@example.com"]))
-        seconds = time.perf_counter() - start
-        operator_eml = (run_dir / "operator.eml").stat().st_size
+    settings = MailSettings(_env_file=None, report_to=["ops@example.com"])
+    gc.collect()
+    before = _status_mib("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM (the peak) to the current RSS
+    start = time.perf_counter()
+    rendered = render_reports(run_dir)
+    rendered_at = time.perf_counter()
+    deliveries = deliver_reports(rendered, settings)
+    delivered_at = time.perf_counter()
+    peak = _status_mib("VmHWM")
+    reports = len(rendered.reports)
     return {
-        "sites": sites,
-        "items": sites * 5,
-        "reports": len(result.reports),
-        "seconds": round(seconds, 2),
-        "ms_per_report": round(1000 * seconds / len(result.reports), 1),
-        "operator_eml_kib": round(operator_eml / 1024, 1),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "ok": result.ok,
+        "reports": reports,
+        "render_s": round(rendered_at - start, 1),
+        "deliver_s": round(delivered_at - rendered_at, 1),
+        "ms_per_report": round(1000 * (delivered_at - start) / reports, 1),
+        "operator_eml_kib": round((run_dir / "operator.eml").stat().st_size / 1024, 1),
+        "rss_before_mib": before,
+        "peak_rss_mib": peak,
+        "growth_mib": round(peak - before, 1),
+        "ok": all(d.accepted or d.eml_path for d in deliveries),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sites", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child)))
         return
+    if not Path("/proc/self/clear_refs").exists():
+        sys.exit("this benchmark reads peak RSS from /proc (Linux only)")
     rows = []
     for sites in args.sites:
-        child = subprocess.run([sys.executable, __file__, "--child", str(sites)], capture_output=True, text=True,
-                               cwd=ROOT)  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = write_fleet(Path(tmp), sites)
+            child = subprocess.run([sys.executable, __file__, "--child", str(run_dir)], capture_output=True,
+                                   text=True, cwd=ROOT)  # fmt: skip
         if child.returncode:
             sys.exit(f"{sites} sites failed:\n{child.stderr[-3000:]}")
-        rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        rows.append({"sites": sites, "items": sites * 5, **json.loads(child.stdout.strip().splitlines()[-1])})
     columns = list(rows[0])
     print(" ".join(f"{c:>16}" for c in columns))
     for row in rows:

@@ -133,8 +133,8 @@ async def run_lane(
     failures = await sync_sites_task(client, quote(lane.sites), settings, label=f"after-updates-{lane.label}")
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
-    result.items = reconcile_task(quote(lane.items), quote(lane.sites), quote(calls), quote(result.jobs),
-                                  quote(failures), quote(after), label=lane.label)
+    result.items = await reconcile_task(quote(lane.items), quote(lane.sites), quote(calls), quote(result.jobs),
+                                        quote(failures), quote(after), label=lane.label)
     return result
 
 
@@ -184,11 +184,11 @@ async def maintain_fleet(
             survey_fleet(client, sites, settings, sync=not dry_run),
             load_ignores_task(client, quote([site.id for site in sites])),
         )
-        plan = apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
+        plan = await apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
                                  ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
                                  settings=settings)
         del pending, ignored  # the plan holds them now
-        plan = finalise_plan_task(quote(plan), policy.rollout, run_dir)
+        plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
         logger = get_run_logger()
         decided = Counter(item.decision.value for item in plan.items)
         logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),

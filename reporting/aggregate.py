@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
 import pandas as pd
 
-from fleet.summary import Outcome, Site, Summary, UpdateType
+from fleet.summary import Outcome, Summary, UpdateType
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
@@ -27,12 +28,15 @@ from reporting.model import (
     UpdatedItem,
     UpdatedSite,
 )
+from reporting.rows import ItemRow, PastRun, SiteRow, TrendItem
 
 ITEM_COLUMNS = [
     "site_id", "site_name", "site_url", "client", "type", "slug", "name",
     "from_version", "to_version", "outcome", "reason", "rule", "until",
 ]  # fmt: skip
+TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
+RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
 _SPACE = re.compile(r"\s+")
 
 
@@ -48,15 +52,25 @@ def clean(value: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def items_frame(summary: Summary) -> pd.DataFrame:
+def items_frame(items: list[ItemRow]) -> pd.DataFrame:
     """One row per item, outcome and type as categoricals so that every table shows all of them."""
-    frame = pd.DataFrame([item.model_dump() for item in summary.items], columns=ITEM_COLUMNS)
+    frame = pd.DataFrame({column: [getattr(item, column) for item in items] for column in ITEM_COLUMNS},
+                         columns=ITEM_COLUMNS)  # fmt: skip
     frame["outcome"] = pd.Categorical(frame["outcome"], categories=list(Outcome))
     frame["type"] = pd.Categorical(frame["type"], categories=list(UpdateType))
     frame["client"] = frame["client"].fillna(NO_CLIENT)
     optional = ["from_version", "to_version", "reason", "rule", "until"]
     frame[optional] = frame[optional].astype(object).where(frame[optional].notna(), None)
     return frame
+
+
+def trend_frame(items: list[TrendItem]) -> pd.DataFrame:
+    """An earlier run's items, only what the trends count, every column categorical (a few bytes a row)."""
+    frame = pd.DataFrame({column: [getattr(item, column) for item in items] for column in TREND_COLUMNS},
+                         columns=TREND_COLUMNS)  # fmt: skip
+    frame["client"] = frame["client"].fillna(NO_CLIENT)
+    return frame.astype({"type": pd.CategoricalDtype(list(UpdateType)), "outcome": pd.CategoricalDtype(list(Outcome)),
+                         "client": "category", "slug": "category", "name": "category"})  # fmt: skip
 
 
 def outcome_counts(frame: pd.DataFrame) -> dict[Outcome, int]:
@@ -77,7 +91,7 @@ def by_type(frame: pd.DataFrame) -> list[BreakdownRow]:
     ]
 
 
-def by_client(frame: pd.DataFrame, sites: list[Site]) -> list[BreakdownRow]:
+def by_client(frame: pd.DataFrame, sites: list[SiteRow]) -> list[BreakdownRow]:
     site_counts = pd.Series([site.client or NO_CLIENT for site in sites], dtype=object).value_counts()
     table = _breakdown(frame, "client") if len(frame) else pd.DataFrame(columns=list(Outcome))
     names = sorted(set(table.index) | set(site_counts.index), key=lambda n: (n == NO_CLIENT, n.casefold()))
@@ -92,25 +106,43 @@ def by_client(frame: pd.DataFrame, sites: list[Site]) -> list[BreakdownRow]:
     ]
 
 
-def plugin_failures(frame: pd.DataFrame, limit: int, *, per_version: bool = True) -> list[PluginFailure]:
-    """Failure rate of each plugin (version) across the sites it was attempted on; only those that failed."""
-    attempted = frame[(frame["type"] == UpdateType.plugin) & frame["outcome"].isin(ATTEMPTED)].copy()
-    if attempted.empty:
-        return []
-    attempted["is_failed"] = attempted["outcome"] == Outcome.failed
-    attempted["version"] = attempted["to_version"].fillna("") if per_version else ""
-    table = (
-        attempted.groupby(["slug", "version"], observed=True)
+def plugin_tally(frame: pd.DataFrame, *, per_version: bool = True) -> pd.DataFrame:
+    """Attempted and failed updates of each plugin (version), with its name; tallies of several runs add up."""
+    attempted = frame[(frame["type"] == UpdateType.plugin) & frame["outcome"].isin(ATTEMPTED)]
+    return (
+        attempted.assign(
+            version=attempted["to_version"].fillna("") if per_version else "",
+            is_failed=attempted["outcome"] == Outcome.failed,
+        )
+        .groupby(["slug", "version"], observed=True)
         .agg(name=("name", "first"), attempted=("is_failed", "size"), failed=("is_failed", "sum"))
         .reset_index()
     )
-    table = table[table["failed"] > 0]
+
+
+def worst_plugins(tally: pd.DataFrame, limit: int) -> list[PluginFailure]:
+    """The plugins (versions) that failed, highest failure rate first."""
+    table = tally[tally["failed"] > 0]
     table = table.assign(rate=table["failed"] / table["attempted"])
     table = table.sort_values(["rate", "failed", "name"], ascending=[False, False, True]).head(limit)
     return [
         PluginFailure(clean(row.name, 80), clean(row.version, 40), int(row.attempted), int(row.failed))
         for row in table.itertuples()
     ]
+
+
+def plugin_failures(frame: pd.DataFrame, limit: int) -> list[PluginFailure]:
+    """Failure rate of each plugin version across the sites it was attempted on; only those that failed."""
+    return worst_plugins(plugin_tally(frame), limit)
+
+
+def plugin_trend(window: list[tuple[RunStamp, pd.DataFrame]], limit: int) -> list[PluginFailure]:
+    """Failure rate of each plugin over the trend window, from each run's tally (no frame of every run's rows)."""
+    tallies = pd.concat([plugin_tally(frame, per_version=False) for _, frame in window], ignore_index=True)
+    combined = tallies.groupby(["slug", "version"], observed=True).agg(
+        name=("name", "first"), attempted=("attempted", "sum"), failed=("failed", "sum")
+    )
+    return worst_plugins(combined.reset_index(), limit)
 
 
 def _version(value: object) -> str:
@@ -165,7 +197,7 @@ def not_done(frame: pd.DataFrame, limit: int, *, with_rules: bool = True) -> lis
     return groups
 
 
-def site_checks(sites: list[Site], limit: int) -> Checks:
+def site_checks(sites: list[SiteRow], limit: int) -> Checks:
     checked = [site for site in sites if site.check is not None]
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
@@ -196,35 +228,36 @@ def site_checks(sites: list[Site], limit: int) -> Checks:
     )
 
 
-def trend_rows(history: list[tuple[Summary, pd.DataFrame]]) -> list[TrendRow]:
+def trend_rows(history: list[tuple[RunStamp, pd.DataFrame]]) -> list[TrendRow]:
     return [
         TrendRow(clean(summary.run_id, 60), as_utc(summary.started_at).date(), outcome_counts(frame))
         for summary, frame in history
     ]
 
 
-def split_by_client(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Each client's rows, split once (rather than one scan of the whole fleet per client)."""
-    return {str(name): rows for name, rows in frame.groupby("client", sort=False)}
+def client_rows(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Where each client's rows are, found once (rather than one scan of the whole fleet per client). Positions,
+    not frames: a client's frame is taken when its report is built and goes with it, so nothing accumulates."""
+    return {str(name): rows for name, rows in frame.groupby("client", sort=False, observed=True).indices.items()}
 
 
 def build_report(
     summary: Summary,
-    window: list[tuple[Summary, pd.DataFrame]],
+    window: list[tuple[RunStamp, pd.DataFrame]],
+    sites: list[SiteRow],
     *,
     client: str | None = None,
     max_rows: int = 100,
 ) -> ReportData:
     """The data of one report: the whole fleet (`client=None`) or only the named client's sites.
 
-    `window` is the trend window, oldest first and ending with this run, each frame already scoped to `client`.
+    `window` is the trend window, oldest first and ending with this run, each frame (and `sites`) already scoped
+    to `client`.
     Lists are capped so that a large fleet's e-mail stays readable (and under mail clients' clipping size):
     `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
     """
     items = window[-1][1]
-    sites = summary.sites if client is None else [s for s in summary.sites if (s.client or NO_CLIENT) == client]
     checks = site_checks(sites, max(10, max_rows // 2))
-    window_frame = pd.concat([frame for _, frame in window], ignore_index=True)
     problems: list[str] = []
     if client is None:
         problems = [clean(error, 500) for error in summary.errors]
@@ -258,6 +291,6 @@ def build_report(
         by_type=by_type(items),
         by_client=by_client(items, sites) if client is None and len(items) else [],
         trends=trend_rows(window) if len(window) > 1 else [],
-        plugin_trend=plugin_failures(window_frame, 10, per_version=False) if len(window) > 1 else [],
+        plugin_trend=plugin_trend(window, 10) if len(window) > 1 else [],
         problems=problems,
     )

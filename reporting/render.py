@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
 from datetime import date, datetime
 from functools import cache
 from pathlib import Path
@@ -15,18 +14,17 @@ import jinja2
 from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, ReportData
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-ImageSource = Callable[[Chart], str]
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
 
 
-def cid_source(chart: Chart) -> str:
-    """Images attached to the e-mail, referenced by Content-ID."""
-    return f"cid:{chart.cid}"
+def data_uri(png: bytes) -> str:
+    """An image inline, so the files open in a browser and the artifact shows it; the e-mail swaps it for a
+    Content-ID (mail clients block data URIs)."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def data_source(chart: Chart) -> str:
-    """Images inlined as data URIs: for files opened in a browser and the Prefect artifact."""
-    return "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
+def image_src(chart: Chart) -> str:
+    return data_uri(chart.png)
 
 
 def markdown_text(value: object) -> str:
@@ -70,13 +68,13 @@ def environment() -> jinja2.Environment:
     env.filters.update(md=markdown_text, when=when, percent=percent)
     env.globals.update(
         outcome_titles=OUTCOME_TITLES, outcome_colors=OUTCOME_COLORS, type_names=TYPE_NAMES, duration=duration,
-        plural=plural,
+        plural=plural, image_src=image_src,
     )
     return env
 
 
-def render_html(data: ReportData, image_src: ImageSource = cid_source) -> str:
-    html = environment().get_template("report.html.j2").render(data=data, image_src=image_src)
+def render_html(data: ReportData) -> str:
+    html = environment().get_template("report.html.j2").render(data=data)
     return css_inline.inline(html, keep_at_rules=True, load_remote_stylesheets=False)
 
 
@@ -84,5 +82,5 @@ def render_text(data: ReportData) -> str:
     return environment().get_template("report.txt.j2").render(data=data)
 
 
-def render_markdown(data: ReportData, image_src: ImageSource = data_source) -> str:
-    return environment().get_template("report.md.j2").render(data=data, image_src=image_src)
+def render_markdown(data: ReportData) -> str:
+    return environment().get_template("report.md.j2").render(data=data)

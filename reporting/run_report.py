@@ -7,22 +7,38 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.summary import SUMMARY_FILE, Delivery, Summary
+from fleet.summary import SUMMARY_FILE, Delivery
 from reporting import charts
-from reporting.aggregate import NO_CLIENT, build_report, clean, items_frame, split_by_client
-from reporting.history import earlier_runs, read_earlier
+from reporting.aggregate import (
+    NO_CLIENT,
+    RunStamp,
+    build_report,
+    clean,
+    client_rows,
+    items_frame,
+    trend_frame,
+)
+from reporting.history import RunHead, earlier_runs, read_earlier, read_head
+from reporting.json_stream import ObjectStream
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
-from reporting.render import data_source, render_html, render_markdown, render_text
+from reporting.render import data_uri, render_html, render_markdown, render_text
+from reporting.rows import ReportSummary, SiteRow, read_summary
 from reporting.settings import MailSettings
 
 log = logging.getLogger(__name__)
 
 OPERATOR = "operator"
 REPORT_DIR = "report"
+FORMATS = (".html", ".txt", ".md")
+DELIVERIES = TypeAdapter(list[Delivery])
+NO_ROWS = np.array([], dtype=np.intp)
 _ADDRESS = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+$")
 
 
@@ -47,7 +63,7 @@ class ReportResult(BaseModel):
     @classmethod
     def of(cls, rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
         return cls(
-            run_id=rendered.summary.run_id,
+            run_id=rendered.run_id,
             run_dir=rendered.run_dir,
             reports=[report.name for report in rendered.reports],
             files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
@@ -60,27 +76,51 @@ class ReportResult(BaseModel):
             raise ReportDeliveryError(f"run {self.run_id}: " + "; ".join(self.problems))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RenderedReport:
+    """One report as written under RUN_DIR/report/: what delivery needs to build its message from the files."""
+
     name: str  # OPERATOR or the client's name as in summary.json
-    data: ReportData
-    html: str  # images by Content-ID, for the e-mail
-    text: str
-    markdown: str  # images inline as data URIs, for the Prefect artifact
+    subject: str
     recipients: list[str]
     file_stem: str
+    charts: tuple[str, ...]  # Content-IDs; each chart is the file `<file_stem>-<cid>.png`
+
+    def file(self, report_dir: Path, suffix: str) -> Path:
+        return report_dir / f"{self.file_stem}{suffix}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RenderedRun:
+    """A run's reports, by name and file only: the bodies stay on disk until each message is built."""
+
     run_dir: Path
-    summary: Summary
+    run_id: str
+    dry_run: bool
     reports: list[RenderedReport]
-    files: list[Path]
 
     @property
     def operator(self) -> RenderedReport:
         return self.reports[0]
+
+    def path(self, report: RenderedReport, suffix: str) -> Path:
+        return report.file(self.run_dir / REPORT_DIR, suffix)
+
+    def chart_path(self, report: RenderedReport, cid: str) -> Path:
+        return self.path(report, chart_suffix(cid))
+
+    @property
+    def files(self) -> list[Path]:
+        return [
+            path
+            for report in self.reports
+            for path in (*(self.path(report, suffix) for suffix in FORMATS),
+                         *(self.chart_path(report, cid) for cid in report.charts))
+        ]  # fmt: skip
+
+
+def chart_suffix(cid: str) -> str:
+    return f"-{cid}.png"
 
 
 def file_stem(client: str | None) -> str:
@@ -91,12 +131,46 @@ def file_stem(client: str | None) -> str:
     return f"client-{slug}-{hashlib.sha256(client.encode()).hexdigest()[:6]}"
 
 
-def client_recipients(summary: Summary) -> dict[str, list[str]]:
+def client_recipients(summary: ReportSummary) -> dict[str, list[str]]:
     """Every client with a site or an item in this run, and its report addresses (policy beats dashboard)."""
     addresses = {c.name: c.recipients or ([c.email] if c.email else []) for c in summary.clients}
     present = {s.client for s in summary.sites} | {i.client for i in summary.items}
     names = sorted((present - {None, NO_CLIENT}), key=str.casefold)
     return {name: list(dict.fromkeys(a.strip() for a in addresses.get(name, []) if a.strip())) for name in names}
+
+
+def _earlier(run_dir: Path, head: RunHead, trend_runs: int) -> list[tuple[RunStamp, pd.DataFrame]]:
+    """The earlier runs of the trend window, each read alone and kept only as a small frame."""
+    window = []
+    for path in earlier_runs(run_dir, head, trend_runs):
+        past = read_earlier(path)
+        if past is not None:
+            window.append((past.model_copy(update={"items": []}), trend_frame(past.items)))
+    return window
+
+
+class RunWindow:
+    """This run and its trend window, read once and held lean (frames, rows) for every audience's report."""
+
+    def __init__(self, run_dir: Path, trend_runs: int) -> None:
+        self.history = _earlier(run_dir, read_head(run_dir), trend_runs)  # before this run: one summary at a time
+        self.summary = read_summary(run_dir)
+        self.audiences: list[tuple[str | None, list[str]]] = [(None, []), *client_recipients(self.summary).items()]
+        self.history.append((self.summary, items_frame(self.summary.items)))
+        self.summary.items = []  # in the frame now
+        self.client_rows = [client_rows(frame) for _, frame in self.history]
+        self.sites: dict[str, list[SiteRow]] = {}
+        for site in self.summary.sites:
+            self.sites.setdefault(site.client or NO_CLIENT, []).append(site)
+
+    def report(self, client: str | None, max_rows: int) -> ReportData:
+        if client is None:
+            return build_report(self.summary, self.history, self.summary.sites, max_rows=max_rows)
+        window = [
+            (run, frame.take(rows.get(client, NO_ROWS)))
+            for (run, frame), rows in zip(self.history, self.client_rows, strict=True)
+        ]
+        return build_report(self.summary, window, self.sites.get(client, []), client=client, max_rows=max_rows)
 
 
 def _charts(data: ReportData) -> list[Chart]:
@@ -110,58 +184,54 @@ def _charts(data: ReportData) -> list[Chart]:
     return drawn
 
 
+def _write_report(out: Path, client: str | None, recipients: list[str], data: ReportData) -> RenderedReport:
+    """Draw the charts and write every file of one report; only its name and file names are kept."""
+    data.charts = _charts(data)
+    report = RenderedReport(
+        name=client if client is not None else OPERATOR,
+        subject=clean(data.subject, 200),
+        recipients=recipients,
+        file_stem=file_stem(client),
+        charts=tuple(chart.cid for chart in data.charts),
+    )
+    for chart in data.charts:
+        report.file(out, chart_suffix(chart.cid)).write_bytes(chart.png)
+    for suffix, render in zip(FORMATS, (render_html, render_text, render_markdown), strict=True):
+        report.file(out, suffix).write_text(render(data), encoding="utf-8")
+    return report
+
+
 def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) -> RenderedRun:
-    """Render the operator's report and one per client, and write them under RUN_DIR/report/."""
+    """Render the operator's report and one per client, and write them under RUN_DIR/report/.
+
+    One report at a time, each written and let go before the next, so memory does not grow with the clients.
+    """
+    run_dir = Path(run_dir)
     if not (run_dir / SUMMARY_FILE).is_file():
         raise FileNotFoundError(f"no {SUMMARY_FILE} in {run_dir}")
-    summary = Summary.read(run_dir)
-    history = []
-    for path in earlier_runs(run_dir, summary, trend_runs):  # one at a time: a large fleet's summary is big
-        past = read_earlier(path)
-        if past is not None:
-            history.append((past.model_copy(update={"items": [], "sites": []}), items_frame(past)))
-    history.append((summary, items_frame(summary)))
-    by_client = [(past, split_by_client(frame)) for past, frame in history]
+    run = RunWindow(run_dir, trend_runs)
     out = run_dir / REPORT_DIR
     out.mkdir(exist_ok=True)
-    audiences: list[tuple[str | None, list[str]]] = [(None, [])]
-    audiences += list(client_recipients(summary).items())
-    reports, files = [], []
-    for client, recipients in audiences:
-        window = history if client is None else [
-            (past, groups.get(client, history[-1][1].iloc[0:0])) for past, groups in by_client
-        ]
-        data = build_report(summary, window, client=client, max_rows=max_rows)
-        data.charts = _charts(data)
-        report = RenderedReport(
-            name=client if client is not None else OPERATOR,
-            data=data,
-            html=render_html(data),
-            text=render_text(data),
-            markdown=render_markdown(data),
-            recipients=recipients,
-            file_stem=file_stem(client),
-        )
-        for suffix, content in (
-            (".html", render_html(data, data_source)),
-            (".txt", report.text),
-            (".md", report.markdown),
-        ):
-            path = out / f"{report.file_stem}{suffix}"
-            path.write_text(content, encoding="utf-8")
-            files.append(path)
-        reports.append(report)
-    return RenderedRun(run_dir, summary, reports, files)
+    reports = [
+        _write_report(out, client, recipients, run.report(client, max_rows)) for client, recipients in run.audiences
+    ]
+    return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports)
 
 
-def _outgoing(report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:
+def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:
+    """The message, built from the report's files: the HTML file's inline images become Content-ID parts."""
+    html = rendered.path(report, ".html").read_text(encoding="utf-8")
+    images = {}
+    for cid in report.charts:
+        images[cid] = rendered.chart_path(report, cid).read_bytes()
+        html = html.replace(data_uri(images[cid]), f"cid:{cid}")
     message = build_message(
         sender=settings.mail_from,
         recipients=recipients,
-        subject=clean(report.data.subject, 200),
-        text=report.text,
-        html=report.html,
-        images={chart.cid: chart.png for chart in report.data.charts},
+        subject=report.subject,
+        text=rendered.path(report, ".txt").read_text(encoding="utf-8"),
+        html=html,
+        images=images,
     )
     return Outgoing(report.name, recipients, message, report.file_stem)
 
@@ -169,13 +239,14 @@ def _outgoing(report: RenderedReport, recipients: list[str], settings: MailSetti
 def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Delivery]:
     """Send every report over SMTP (or write `.eml` files without SMTP settings) and record it in summary.json.
 
-    A client without a valid address gets a `.eml` file to forward by hand instead of a message. Clients are
-    not mailed about dry runs: those reports stay in RUN_DIR/report/ for the operator.
+    Each message is built from the files when its turn comes and let go once sent. A client without a valid
+    address gets a `.eml` file to forward by hand instead of a message. Clients are not mailed about dry runs:
+    those reports stay in RUN_DIR/report/ for the operator.
     """
     deliveries: list[Delivery] = []
     attempts = settings.smtp_attempts  # down to one try per message once the server proved unreachable
     for report in rendered.reports:
-        if rendered.summary.dry_run and report.name != OPERATOR:
+        if rendered.dry_run and report.name != OPERATOR:
             continue
         wanted = settings.report_to if report.name == OPERATOR else report.recipients
         recipients = [r for r in wanted if _ADDRESS.match(r)]
@@ -184,7 +255,7 @@ def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Deliv
             for r in wanted
             if r not in recipients
         ]
-        outgoing = _outgoing(report, recipients, settings)
+        outgoing = _outgoing(rendered, report, recipients, settings)
         if not settings.configured:
             deliveries += write_eml(outgoing, rendered.run_dir, "no SMTP host configured (FLEET_SMTP_HOST)")
         elif recipients:
@@ -202,10 +273,31 @@ def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Deliv
 
 
 def record_deliveries(run_dir: Path, deliveries: list[Delivery]) -> None:
-    """Append to the summary on disk (re-read, so nothing written since the render is lost)."""
-    summary = Summary.read(run_dir)
-    summary.deliveries = [*summary.deliveries, *deliveries]
-    summary.write(run_dir)
+    """Append to the summary on disk (re-read, so nothing written since the render is lost).
+
+    The file is copied member by member with only `deliveries` rewritten, in Summary.write's layout: a large
+    fleet's summary is never held whole.
+    """
+    path = run_dir / SUMMARY_FILE
+    tmp = path.with_suffix(".json.tmp")
+    found = False
+
+    def appended(earlier: Any) -> str:
+        nonlocal found
+        found = True
+        text = DELIVERIES.dump_json([*DELIVERIES.validate_python(earlier), *deliveries], indent=2).decode()
+        return text.replace("\n", "\n  ")  # a member of the top-level object: one level deeper
+
+    try:
+        with path.open("rb") as source, tmp.open("w", encoding="utf-8", newline="") as target:
+            stream = ObjectStream(source, echo=target)
+            for key in stream.members(append=lambda: "" if found else f',\n  "deliveries": {appended([])}\n'):
+                if key == "deliveries":
+                    stream.replace(appended)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(path)
 
 
 def delivery_problems(deliveries: list[Delivery]) -> list[str]:

@@ -26,5 +26,5 @@ async def notify_task(rendered: RenderedRun, settings: MailSettings | None = Non
         logger.info("%s report -> %s: %s", delivery.report, delivery.recipient or "(file)", delivery.answer)
     problems = delivery_problems(deliveries)
     if problems:
-        raise ReportDeliveryError(f"run {rendered.summary.run_id}: " + "; ".join(problems))
+        raise ReportDeliveryError(f"run {rendered.run_id}: " + "; ".join(problems))
     return deliveries

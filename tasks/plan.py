@@ -22,5 +22,5 @@ def finalise_plan(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
 
 
 @task(name="plan", **STEP_OPTIONS)
-def finalise_plan_task(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
+async def finalise_plan_task(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
     return finalise_plan(plan, rollout, run_dir)

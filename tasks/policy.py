@@ -35,4 +35,19 @@ def apply_policy(
     )
 
 
-apply_policy_task = task(apply_policy, name="apply-policy", **STEP_OPTIONS)
+@task(name="apply-policy", **STEP_OPTIONS)
+async def apply_policy_task(
+    *,
+    run_id: str,
+    created_at: datetime,
+    sites: list[SiteRecord],
+    pending: list[PendingUpdate],
+    ignored: list[IgnoredUpdate],
+    policy: Policy,
+    selection: Selection,
+    dry_run: bool,
+    settings: PipelineSettings,
+) -> Plan:
+    """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
+    return apply_policy(run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored,
+                        policy=policy, selection=selection, dry_run=dry_run, settings=settings)

@@ -1,7 +1,8 @@
 """Step 9: re-sync the sites that were worked on, list their updates again, and give every item one outcome.
 
 Each lane re-syncs its sites (`sync_sites_task`), lists them again (`detect_updates_task`) and reconciles here;
-the outcomes come from `fleet.reconcile`, which trusts only that fresh state.
+the outcomes come from `fleet.reconcile`, which trusts only that fresh state. The tasks here are async, like the
+flows: a sync task run inside an async flow opens a Prefect client (and a TLS context) of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tasks.retries import STEP_OPTIONS
 
 
 @task(name="reconcile", task_run_name="reconcile-{label}", **STEP_OPTIONS)
-def reconcile_task(
+async def reconcile_task(
     items: list[PlanItem],
     sites: list[SiteRecord],
     calls: list[CallResult],

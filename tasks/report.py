@@ -22,12 +22,14 @@ def artifact_key(run_id: str) -> str:
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
 async def report_task(run_dir: Path) -> RenderedRun:
-    """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifact."""
+    """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifact.
+
+    Returns the reports by name and file only: the bodies are read back from the files when delivered.
+    """
     rendered = await asyncio.to_thread(render_reports, Path(run_dir))
     operator = rendered.operator
-    await acreate_markdown_artifact(
-        operator.markdown, key=artifact_key(rendered.summary.run_id), description=operator.data.subject
-    )
+    markdown = rendered.path(operator, ".md").read_text(encoding="utf-8")
+    await acreate_markdown_artifact(markdown, key=artifact_key(rendered.run_id), description=operator.subject)
     return rendered
 
 

@@ -19,9 +19,12 @@ STEP_RETRY_DELAYS = [5, 30]
 
 
 def retry_unless_permanent(task: Any, task_run: Any, state: Any) -> bool:
-    """`retry_condition_fn` for Prefect tasks: no retry on auth, permission or invalid-input errors."""
-    error = state.result(raise_on_failure=False)
-    return not isinstance(error, PERMANENT_ERRORS)
+    """`retry_condition_fn` for Prefect tasks: no retry on auth, permission or invalid-input errors.
+
+    Prefect hands over `Failed(data=<the exception>)`; `state.result()` would be a coroutine (never awaited,
+    so never a permanent error) inside an async task, which every step of the flows is.
+    """
+    return not isinstance(state.data, PERMANENT_ERRORS)
 
 
 STEP_OPTIONS: dict[str, Any] = {

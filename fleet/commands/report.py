@@ -25,6 +25,7 @@ def report(
     from pydantic import ValidationError
 
     from fleet.summary import SUMMARY_FILE
+    from reporting.rows import SummaryError
     from reporting.run_report import render_run
     from reporting.settings import MailSettings
 
@@ -33,7 +34,7 @@ def report(
     try:
         settings = (MailSettings.from_block(email_block) if email_block else MailSettings()) if send else None
         result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs)
-    except ValidationError as error:
+    except (ValidationError, SummaryError) as error:
         typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     for path in result.files:

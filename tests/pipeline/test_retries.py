@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from prefect import flow, task
 from prefect.states import Failed
 
 from dashboard.errors import AuthenticationError, InvalidInput, PermissionDenied, ServerError, TransportError
 from fleet.policy import PolicyError
-from tasks.retries import retry_unless_permanent
+from tasks.retries import STEP_OPTIONS, retry_unless_permanent
 
 
 @pytest.mark.parametrize(
@@ -24,3 +25,20 @@ from tasks.retries import retry_unless_permanent
 )
 def test_retry_condition(error, retried):
     assert retry_unless_permanent(None, None, Failed(data=error)) is retried
+
+
+async def test_an_async_step_is_not_retried_on_a_permanent_error(prefect_harness):
+    attempts = []
+
+    @task(**STEP_OPTIONS)
+    async def step() -> None:
+        attempts.append(1)
+        raise InvalidInput("input is not of type object", status=400)
+
+    @flow
+    async def night() -> None:
+        await step()
+
+    with pytest.raises(InvalidInput):
+        await night()
+    assert len(attempts) == 1

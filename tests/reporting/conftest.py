@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shutil
 import socket
@@ -16,7 +17,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from reporting.run_report import RenderedRun, render_reports
+from reporting.run_report import RenderedReport, RenderedRun, render_reports
 from tests.reporting.builder import write_nights
 
 SMTP_USER, SMTP_PASSWORD = "reports@agency.example", "s3cr3t-Pa55-do-not-leak"
@@ -37,8 +38,12 @@ def rendered(nights: list[Path]) -> RenderedRun:
 def run_copy(rendered: RenderedRun, tmp_path: Path) -> RenderedRun:
     """The nights in a private directory, so deliveries recorded into summary.json do not leak between tests."""
     shutil.copytree(rendered.run_dir.parent, tmp_path / "runs")
-    run_dir = tmp_path / "runs" / rendered.run_dir.name
-    return RenderedRun(run_dir, rendered.summary, rendered.reports, rendered.files)
+    return dataclasses.replace(rendered, run_dir=tmp_path / "runs" / rendered.run_dir.name)
+
+
+def body(rendered: RenderedRun, report: RenderedReport, suffix: str) -> str:
+    """One written format of a report (`.html`, `.txt`, `.md`)."""
+    return rendered.path(report, suffix).read_text(encoding="utf-8")
 
 
 @dataclass

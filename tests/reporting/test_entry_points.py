@@ -69,7 +69,7 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     result = await report(str(run_copy.run_dir), send=True)
     assert result.ok and len(smtp_env.mailbox.received) == 4
     async with get_client() as client:
-        key = artifact_key(run_copy.summary.run_id)
+        key = artifact_key(run_copy.run_id)
         [artifact] = await client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), flow_run_filter=FlowRunFilter(),
             task_run_filter=TaskRunFilter(), sort=ArtifactSort.CREATED_DESC, limit=1,

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import re
 from email import message_from_bytes, policy
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
 
 from fleet.summary import Summary
-from reporting.run_report import OPERATOR, RenderedRun, ReportDeliveryError, deliver_reports, delivery_problems
+from reporting.render import data_uri
+from reporting.run_report import (
+    OPERATOR,
+    RenderedReport,
+    RenderedRun,
+    ReportDeliveryError,
+    deliver_reports,
+    delivery_problems,
+)
 from reporting.settings import MailSettings, SmtpSecurity
-from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, Certificate, SmtpServer
+from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, Certificate, SmtpServer, body
 
 OPERATORS = ["ops@agency.example", "oncall@agency.example"]
 CLIENT_ADDRESSES = {
@@ -44,15 +55,10 @@ def test_operator_and_client_messages_arrive_with_both_parts_charts_and_the_righ
     assert len(received) == len(expected_recipients)  # Orchard Physio has no address: written to a file instead
     for name, recipients in expected_recipients.items():
         report = by_report[name]
-        got = received[report.data.subject]
+        got = received[report.subject]
         assert got.rcpt_tos == recipients
         assert [a.strip() for a in got.message["To"].split(",")] == recipients
-        text = got.message.get_body(("plain",)).get_content()
-        html = got.message.get_body(("html",)).get_content()
-        assert text.replace("\r\n", "\n") == report.text and "cid:outcomes-per-night" in html
-        images = {part["Content-ID"]: part.get_content() for part in got.message.walk()
-                  if part.get_content_type() == "image/png"}  # fmt: skip
-        assert images == {f"<{c.cid}>": c.png for c in report.data.charts} and len(images) == 2
+        assert_is_the_report(got.message, run_copy, report)
     accepted = {(d.report, d.recipient) for d in deliveries if d.accepted}
     assert accepted == {(n, r) for n, rs in expected_recipients.items() for r in rs}
     assert all(d.answer.startswith("250 ") and "queued as 4F2A9" in d.answer for d in deliveries if d.accepted)
@@ -60,6 +66,43 @@ def test_operator_and_client_messages_arrive_with_both_parts_charts_and_the_righ
     assert len(orchard) == 1 and not orchard[0].accepted and Path(orchard[0].eml_path).is_file()
     assert delivery_problems(deliveries) == []
     assert Summary.read(run_copy.run_dir).deliveries == deliveries  # recorded into summary.json
+
+
+def assert_is_the_report(message: EmailMessage, rendered: RenderedRun, report: RenderedReport) -> None:
+    """The message is the report's files: text as written, HTML as written with each chart attached by Content-ID."""
+    text = message.get_body(("plain",)).get_content()
+    html = message.get_body(("html",)).get_content()
+    assert text.replace("\r\n", "\n") == body(rendered, report, ".txt")
+    images = {part["Content-ID"]: part.get_content() for part in message.walk()
+              if part.get_content_type() == "image/png"}  # fmt: skip
+    charts = {f"<{cid}>": rendered.chart_path(report, cid).read_bytes() for cid in report.charts}
+    assert images == charts and len(images) == 2
+    assert "data:image" not in html and html.count('src="cid:') == 2
+    for cid, png in charts.items():
+        html = html.replace(f'src="cid:{cid.strip("<>")}"', f'src="{data_uri(png)}"')
+    assert html.replace("\r\n", "\n") == body(rendered, report, ".html") + "\n"  # MIME ends text parts in one
+
+
+def test_messages_are_built_from_the_files_and_need_only_the_names_from_the_render(
+    run_copy: RenderedRun, smtp_server: SmtpServer
+):
+    # What the render returns survives a trip through JSON (as between processes): names and paths only.
+    light = json.loads(json.dumps(dataclasses.asdict(run_copy), default=str))
+    rendered = RenderedRun(
+        Path(light["run_dir"]), light["run_id"], light["dry_run"],
+        [RenderedReport(**{**r, "charts": tuple(r["charts"])}) for r in light["reports"]],
+    )  # fmt: skip
+    acme = next(r for r in rendered.reports if r.name == "Acme Dental")
+    note = "Note from your agency: the booking page was checked by hand.\n"
+    rendered.path(acme, ".txt").write_text(note + body(rendered, acme, ".txt"), encoding="utf-8")
+
+    deliver_reports(rendered, settings_for(smtp_server))
+    received = {r.message["Subject"].strip(): r.message for r in smtp_server.mailbox.received}
+    assert len(received) == 4
+    for report in rendered.reports:
+        if report.subject in received:
+            assert_is_the_report(received[report.subject], rendered, report)
+    assert received[acme.subject].get_body(("plain",)).get_content().replace("\r\n", "\n").startswith(note)
 
 
 def test_a_refusing_server_is_recorded_as_refused_and_fails_visibly(run_copy: RenderedRun, smtp_server: SmtpServer):

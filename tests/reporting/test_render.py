@@ -15,8 +15,10 @@ from markdown_it import MarkdownIt
 
 from fleet.summary import Outcome, Summary
 from reporting.model import OUTCOME_TITLES
-from reporting.run_report import OPERATOR, RenderedReport, RenderedRun, render_reports, render_run
+from reporting.render import data_uri
+from reporting.run_report import OPERATOR, RenderedRun, render_reports, render_run
 from tests.reporting.builder import CLIENTS, UNASSIGNED, XSS, build_summary
+from tests.reporting.conftest import body
 
 NIGHT = date(2026, 11, 21)
 
@@ -70,8 +72,8 @@ def expected(run_dir: Path, client: str | None) -> dict[str, int]:
     return numbers
 
 
-def check_html(report: RenderedReport, numbers: dict[str, int]) -> None:
-    marked = Marked(report.html)
+def check_html(html: str, numbers: dict[str, int]) -> None:
+    marked = Marked(html)
     for metric in ("updated", "failed", "not_updated", "sites", "checked", "healthy", "open_incidents"):
         assert marked.values[f"metric:{metric}"] == numbers[metric], metric
     for outcome in Outcome:
@@ -85,8 +87,7 @@ def check_html(report: RenderedReport, numbers: dict[str, int]) -> None:
             assert marked.rows[outcome.value] == numbers[outcome.value]
 
 
-def check_text(report: RenderedReport, numbers: dict[str, int]) -> None:
-    text = report.text
+def check_text(text: str, numbers: dict[str, int]) -> None:
     for label, key in (("Sites", "sites"), ("Updated", "updated"), ("Failed", "failed"), ("Not done", "not_updated")):
         assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(numbers[key]), label
     for outcome in Outcome:
@@ -100,8 +101,7 @@ def check_text(report: RenderedReport, numbers: dict[str, int]) -> None:
     assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
 
 
-def check_markdown(report: RenderedReport, numbers: dict[str, int]) -> None:
-    md = report.markdown
+def check_markdown(md: str, numbers: dict[str, int]) -> None:
     tiles = re.search(r"^\| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \|$", md, re.M)
     assert tuple(map(int, tiles.groups())) == tuple(numbers[k] for k in ("updated", "failed", "not_updated", "sites"))
     for outcome in Outcome:
@@ -116,23 +116,31 @@ def test_every_report_tells_the_numbers_of_summary_json(rendered: RenderedRun):
     for report in rendered.reports:
         numbers = expected(rendered.run_dir, None if report.name == OPERATOR else report.name)
         assert numbers["total"] > 0
-        check_html(report, numbers)
-        check_text(report, numbers)
-        check_markdown(report, numbers)
+        check_html(body(rendered, report, ".html"), numbers)
+        check_text(body(rendered, report, ".txt"), numbers)
+        check_markdown(body(rendered, report, ".md"), numbers)
 
 
 def test_operator_report_has_every_section(rendered: RenderedRun):
     operator = rendered.operator
+    html, text, markdown = (body(rendered, operator, suffix) for suffix in (".html", ".txt", ".md"))
     for title in ("At a glance", "Updated", "Not updated, and why", "Plugin versions that failed", "Health checks",
                   "By client", "By type", "Trends, last 5 runs"):  # fmt: skip
-        assert title in operator.html and title in operator.markdown, title
-    assert [c.cid for c in operator.data.charts] == ["outcomes-per-night", "plugin-failure-rate"]
-    assert all(c.png.startswith(b"\x89PNG") for c in operator.data.charts)
-    assert 'src="cid:outcomes-per-night"' in operator.html
-    assert "](data:image/png;base64," in operator.markdown
-    by_client = {row.label: row for row in operator.data.by_client}
-    assert sum(row.total for row in by_client.values()) == operator.data.headline.items
-    assert by_client["(no client)"].sites == len(UNASSIGNED)
+        assert title in html and title in markdown, title
+    assert operator.charts == ("outcomes-per-night", "plugin-failure-rate")
+    for cid in operator.charts:
+        png = rendered.chart_path(operator, cid).read_bytes()
+        assert png.startswith(b"\x89PNG")
+        assert f'src="{data_uri(png)}"' in html and f"]({data_uri(png)})" in markdown  # the files carry their charts
+    by_client = {
+        label.strip(): [int(n) for n in numbers]
+        for label, *numbers in re.findall(r"^  (.{30}) +(\d+) +(\d+) +(\d+) +(\d+)$", text.split("\nBy client\n")[1]
+                                          .split("\nBy type\n")[0], re.M)
+    }  # fmt: skip
+    assert sum(updated + failed + not_done for _, updated, failed, not_done in by_client.values()) == (
+        expected(rendered.run_dir, None)["total"]
+    )
+    assert by_client["(no client)"][0] == len(UNASSIGNED)
 
 
 def other_clients_marks(client: str) -> list[str]:
@@ -145,11 +153,13 @@ def other_clients_marks(client: str) -> list[str]:
 def test_a_client_report_holds_no_other_clients_site(rendered: RenderedRun):
     for report in rendered.reports[1:]:
         own = [d for d, _ in CLIENTS[report.name]]
-        shown = " ".join([html.unescape(report.html), report.text, report.markdown.replace("\\", "")])
+        report_html = body(rendered, report, ".html")
+        shown = " ".join([html.unescape(report_html), body(rendered, report, ".txt"),
+                          body(rendered, report, ".md").replace("\\", "")])  # fmt: skip
         assert any(domain in shown for domain in own)
         for mark in other_clients_marks(report.name):
             assert mark not in shown, f"{report.name} report shows {mark!r}"
-        assert "By client" not in report.html and "rule:" not in shown  # policy internals are the operator's
+        assert "By client" not in report_html and "rule:" not in shown  # policy internals are the operator's
 
 
 def test_untrusted_names_are_text_in_every_format(tmp_path: Path):
@@ -166,31 +176,33 @@ def test_untrusted_names_are_text_in_every_format(tmp_path: Path):
     rendered = render_reports(tmp_path / "run")
     markdown = MarkdownIt("commonmark", {"html": True}).enable("table")
     for report in rendered.reports:
-        assert "<script" not in report.html and "<img src=x" not in report.html
-        assert "<script" not in report.markdown and "<img" not in report.markdown
-        md_html = markdown.render(report.markdown)
+        report_html, text, md = (body(rendered, report, suffix) for suffix in (".html", ".txt", ".md"))
+        assert "<script" not in report_html and "<img src=x" not in report_html
+        assert "<script" not in md and "<img" not in md
+        md_html = markdown.render(md)
         assert "<script" not in md_html and "<img src=x" not in md_html and 'href="javascript' not in md_html
         shown_names = [XSS] if report.name in (OPERATOR, evil_client) else []
         for name in shown_names:
-            assert html.escape(name, quote=False) in report.html
-            assert name in report.text
+            assert html.escape(name, quote=False) in report_html
+            assert name in text
             assert html.escape(name, quote=False) in md_html
     client = next(r for r in rendered.reports if r.name == evil_client)
-    assert html.escape(evil_client, quote=False) in client.html
-    assert evil_client in client.text
-    assert "onerror" in client.data.subject  # shown as text in the subject, which is not HTML
+    assert html.escape(evil_client, quote=False) in body(rendered, client, ".html")
+    assert evil_client in body(rendered, client, ".txt")
+    assert "onerror" in client.subject  # shown as text in the subject, which is not HTML
     assert all("/" not in path.name.removesuffix(path.suffix) for path in rendered.files)
 
 
 def test_a_night_with_nothing_to_update_is_sensible_and_hides_empty_sections(tmp_path: Path):
     build_summary(NIGHT, updates=False).write(tmp_path / "only")
-    report = render_reports(tmp_path / "only").operator
-    headings = re.findall(r"<h2[^>]*>([^<]+)<", report.html)
+    rendered = render_reports(tmp_path / "only")
+    report_html, text, md = (body(rendered, rendered.operator, suffix) for suffix in (".html", ".txt", ".md"))
+    headings = re.findall(r"<h2[^>]*>([^<]+)<", report_html)
     assert [h.strip() for h in headings] == ["Health checks"]  # checks still ran and are still worth reading
-    assert re.findall(r"^## (.+)$", report.markdown, re.M) == ["Health checks"]
-    assert "Not updated, and why" not in report.text and "By outcome" not in report.text
-    assert "All 11 sites were up to date: there was nothing to update." in report.text
-    assert report.data.subject.endswith(": 0 updated")
+    assert re.findall(r"^## (.+)$", md, re.M) == ["Health checks"]
+    assert "Not updated, and why" not in text and "By outcome" not in text
+    assert "All 11 sites were up to date: there was nothing to update." in text
+    assert rendered.operator.subject.endswith(": 0 updated")
 
 
 def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
@@ -205,16 +217,17 @@ def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
     assert result.ok and result.deliveries == []
     assert "No updates were applied" in report
     assert "Updated (" not in report and "Hold ends 01 Dec 2026" in report
-    check_text(render_reports(tmp_path / "held").operator, expected(tmp_path / "held", None))
+    check_text(report, expected(tmp_path / "held", None))
 
 
 @pytest.mark.parametrize("rows", [3])
-def test_long_lists_are_capped_and_say_how_many_more(nights: list[Path], rows: int):
-    report = render_reports(nights[-1], max_rows=rows).operator
-    shown = sum(len(site.items) for site in report.data.updated)
-    assert shown == rows
-    assert f"and {report.data.headline.updated - rows} more updated items" in report.text
-    assert Marked(report.html).rows["updated"] == rows
+def test_long_lists_are_capped_and_say_how_many_more(nights: list[Path], tmp_path: Path, rows: int):
+    run_dir = tmp_path / nights[-1].name  # alone: the module's rendered files stay as they are
+    Summary.read(nights[-1]).write(run_dir)
+    rendered = render_reports(run_dir, max_rows=rows)
+    updated = expected(run_dir, None)["updated"]
+    assert f"and {updated - rows} more updated items" in body(rendered, rendered.operator, ".txt")
+    assert Marked(body(rendered, rendered.operator, ".html")).rows["updated"] == rows
 
 
 def test_trends_take_only_earlier_runs_of_the_same_dashboard_and_kind(nights: list[Path], tmp_path: Path, caplog):
@@ -240,7 +253,8 @@ def test_trends_take_only_earlier_runs_of_the_same_dashboard_and_kind(nights: li
     earlier = earlier_runs(current_dir, current, runs=3)
     assert [path.parent.name for path in earlier] == [night.name for night in nights[-3:-1]]
     assert "trend: skipping" in caplog.text and "broken" in caplog.text
-    trends = render_reports(current_dir, trend_runs=3).operator.data.trends
-    assert [row.run_id for row in trends] == [f"nightly-2026-11-{day}" for day in (19, 20, 21)]
+    rendered = render_reports(current_dir, trend_runs=3)
+    trend = body(rendered, rendered.operator, ".txt").split("Trends, last 3 runs\n")[1]
+    assert re.findall(r"^  (\d\d Nov 2026) ", trend, re.M) == [f"{day} Nov 2026" for day in (21, 20, 19)]
     head = read_head(base / "other" / "summary.json")
     assert (head.dashboard, head.dry_run, head.started_at) == (other.dashboard, False, other.started_at)
