@@ -6,8 +6,9 @@ orchestration CPU per site (this process only: the emulator and the Prefect serv
 requests the dashboard saw and job polls. Each variant runs in its own process against a fresh emulator; the
 pipeline reports to one Prefect server started for the whole benchmark, as a deployed flow run reports to its
 server (API only: its background services run on the operator's server, not beside the flow). The flow's
-report step (local rendering, outside the dashboard's bound) is measured inside the same run and shown apart;
-the peak RSS is the whole flow's, report step included. Each flow's log goes to bench/results/.
+report step (from summary.json written to the flow's end: local work outside the dashboard's bound) is measured
+inside the same run and shown apart; the peak RSS is the whole flow's, report step included. Each flow's log
+goes to bench/results/.
 
 Run: `python bench/nightly.py [--sites 1000 10000] [--time-scale 0.01] [--sequential-max-sites 1000]`.
 Prints a table and writes bench/results/nightly.json.
@@ -141,27 +142,23 @@ def pipeline_env(credentials: dict[str, Any], report_dir: str) -> None:
     })
 
 
-class ReportStepMeter:
-    """Wall and CPU of the flow's report rendering, measured where it runs (a worker thread of the flow)."""
+class SummaryMark:
+    """The moment the flow has written summary.json: its pipeline ends there and its report step begins (the
+    report's imports, rendering and artifact, measured up to the flow's end)."""
 
     def __init__(self) -> None:
-        import tasks.report
+        import flows.update
 
-        self.wall = self.cpu = 0.0
-        self.rss_before_mb = 0.0
-        render = tasks.report.render_reports
+        self.cpu = self.wall = 0.0
+        self.rss_mb = 0.0
+        write = flows.update.write_summary_task
 
-        def measured(*args: Any, **kwargs: Any) -> Any:
-            self.rss_before_mb = peak_rss_mb()
-            wall, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_THREAD)
-            try:
-                return render(*args, **kwargs)
-            finally:
-                now = resource.getrusage(resource.RUSAGE_THREAD)
-                self.cpu += now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime
-                self.wall += time.perf_counter() - wall
+        async def marked(*args: Any, **kwargs: Any) -> Any:
+            path = await write(*args, **kwargs)
+            self.cpu, self.wall, self.rss_mb = cpu_seconds(), time.perf_counter(), peak_rss_mb()
+            return path
 
-        tasks.report.render_reports = measured
+        flows.update.write_summary_task = marked
 
 
 def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> dict[str, Any]:
@@ -170,10 +167,11 @@ def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> 
 
     pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"))
     requests = RequestCounter(credentials["base_url"])
-    report = ReportStepMeter()
+    mark = SummaryMark()
     cpu, wall = cpu_seconds(), time.perf_counter()
     path = asyncio.run(nightly_maintenance(send_report=False))
-    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    end_cpu, end_wall = cpu_seconds(), time.perf_counter()
+    wall, cpu = end_wall - wall, end_cpu - cpu
     summary = Summary.read(Path(path))
     attempted = [item for item in summary.items if item.rule is None]
     worked_on = {item.site_id for item in attempted}
@@ -181,8 +179,8 @@ def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> 
     operations = {"sync": synced + len(worked_on), "check": len(worked_on), "update_item": len(attempted)}
     return {
         "variant": "pipeline", "sites": sites, "wall_s": wall, "cpu_s": cpu,
-        "report_wall_s": report.wall, "report_cpu_s": report.cpu, "peak_rss_mb": peak_rss_mb(),
-        "peak_rss_before_report_mb": report.rss_before_mb,
+        "report_wall_s": end_wall - mark.wall, "report_cpu_s": end_cpu - mark.cpu, "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_before_report_mb": mark.rss_mb,
         "lower_bound_s": modelled_lower_bound(credentials, operations, time_scale),
         "requests": requests.count, "polls": sum(job.polls for job in summary.jobs),
         "jobs": len(summary.jobs), "items": len(summary.items),
