@@ -1,7 +1,7 @@
 """`nightly_maintenance`: the whole night in one flow, from sync to the report.
 
-sync -> detect -> ignore lists -> policy -> plan -> execute by type (translations, plugins, themes, core)
--> sensor on queued jobs -> checks -> reconcile -> summary -> report.
+the sentence of `flows.update` (sync and detect per chunk -> policy -> plan -> lanes of sites through every
+update type, the sensor, checks, re-sync and reconcile -> summary), then the report.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ async def nightly_maintenance(
         email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
-                                      report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
+                                   report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from flows.report import mail_settings
     from tasks.report import report_run

@@ -244,5 +244,5 @@ async def update_fleet(
         dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
-                                      report_dir=report_dir, dashboard=dashboard, run_checks=False)
+                                   report_dir=report_dir, dashboard=dashboard, run_checks=False)
     return str(run_dir / "summary.json")
