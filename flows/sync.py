@@ -39,22 +39,17 @@ async def select_fleet(
     return select_sites(fleet, selection), clients, errors
 
 
-async def run_in_parallel(step: Callable[[T], Awaitable[R]], parts: list[T], settings: PipelineSettings) -> list[R]:
-    """`step` over every part, `settings.concurrency` parts at once.
-
-    Each part may fan out up to the whole concurrency: the client keeps the total in flight within it
-    (`open_dashboard`), so a part left alone at the end still keeps the dashboard busy.
-    """
-    return await fan_out(parts, step, settings.concurrency)
-
-
 async def run_in_chunks(
     step: Callable[[list[T], str], Awaitable[R]], values: list[T], settings: PipelineSettings
 ) -> list[R]:
-    """One task run per chunk of `settings.chunk_size`; together they keep within `settings.concurrency`."""
+    """One task run per chunk of `settings.chunk_size`, `settings.concurrency` chunks at once.
+
+    Each chunk may fan out up to the whole concurrency: the client keeps the total in flight within it
+    (`open_dashboard`), so a chunk left alone at the end still keeps the dashboard busy.
+    """
     chunks = chunked(values, settings.chunk_size)
     numbered = [(f"{number}-of-{len(chunks)}", chunk) for number, chunk in enumerate(chunks, start=1)]
-    return await run_in_parallel(lambda pair: step(pair[1], pair[0]), numbered, settings)
+    return await fan_out(numbered, lambda pair: step(pair[1], pair[0]), settings.concurrency)
 
 
 async def sync_selected(

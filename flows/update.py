@@ -20,6 +20,7 @@ from prefect.utilities.annotations import quote
 
 from dashboard.client import DashboardClient
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
+from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
 from fleet.lanes import Lane, split_into_lanes
 from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
@@ -29,7 +30,7 @@ from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
 from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck
-from flows.sync import open_dashboard, run_in_chunks, run_in_parallel, select_fleet
+from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
@@ -86,7 +87,9 @@ async def survey_fleet(
     so that the plan can say why an item on an unusable site is skipped.
     """
 
-    async def chunk_step(chunk: list[SiteRecord], label: str):
+    async def chunk_step(
+        chunk: list[SiteRecord], label: str
+    ) -> tuple[dict[int, tuple[str, str]], list[PendingUpdate]]:
         usable = [site for site in chunk if site.status is SiteStatus.online]
         failures = await sync_sites_task(client, quote(usable), settings, label=label) if sync and usable else {}
         ids = [site.id for site in chunk]
@@ -154,7 +157,7 @@ async def run_cohort(
 
     lanes = split_into_lanes(plan, cohort, settings.chunk_size)
     result = CohortResult()
-    for lane_result in await run_in_parallel(lane_step, lanes, settings):
+    for lane_result in await fan_out(lanes, lane_step, settings.concurrency):  # the client bounds the requests
         result.add(lane_result)
     if run_checks and result.checks:
         checked = [site for lane in lanes for site in lane.sites if site.id in result.checks]
