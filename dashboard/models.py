@@ -33,9 +33,17 @@ from pydantic import (
 from pydantic_core import CoreSchema, core_schema
 
 from dashboard.errors import InvalidInput
-from fleet.summary import UpdateType  # the one update-type enum of the project, re-exported here
 
 log = logging.getLogger("dashboard")
+
+
+class UpdateType(StrEnum):
+    """The four kinds of update, in the order they are applied: the one update-type enum of the project."""
+
+    translation = "translation"
+    plugin = "plugin"
+    theme = "theme"
+    core = "core"
 
 
 def _blank_to_none(value: Any) -> Any:

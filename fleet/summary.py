@@ -13,16 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from dashboard.models import UpdateType
+
 SUMMARY_FILE = "summary.json"
-
-
-class UpdateType(StrEnum):
-    """The four kinds of update, in the order they are applied."""
-
-    translation = "translation"
-    plugin = "plugin"
-    theme = "theme"
-    core = "core"
 
 
 class Outcome(StrEnum):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from dashboard import DashboardClient, DashboardSettings
 from dashboard.errors import ConfigurationError
-from fleet.cli import app
 
 runner = CliRunner()
 

@@ -6,8 +6,8 @@ import pytest
 from prefect_email import EmailServerCredentials
 from typer.testing import CliRunner
 
+from cli.app import app
 from dashboard.block import DashboardConnection
-from fleet.cli import app
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

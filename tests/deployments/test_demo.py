@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.demo import run_demo
+from cli.demo import run_demo
 from fleet.summary import Outcome
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

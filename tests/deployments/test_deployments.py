@@ -12,10 +12,10 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.runner import Runner
 
+from cli.demo import dashboard_environment, environment
 from deployments.serve import ScheduleSettings, build_deployments, ensure_concurrency_limit
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.demo import dashboard_environment, environment
 from fleet.summary import Outcome, Summary, UpdateType
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

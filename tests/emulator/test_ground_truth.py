@@ -12,9 +12,9 @@ import pytest
 import typer
 from pydantic import ValidationError
 
+from cli.commands.emulator import parse_work_seconds
 from emulator.capacity import DEFAULT_WORK_SECONDS
 from emulator.config import EmulatorConfig
-from fleet.commands.emulator import parse_work_seconds
 from tests.emulator.abilities_harness import ROOT_URL, dashboard, run
 
 CONFIG = EmulatorConfig(namespace="svc", sites=30, seed=5, time_scale=0.001, workers=4,

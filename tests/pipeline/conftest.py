@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
+from cli.demo import dashboard_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.demo import dashboard_environment
 from fleet.plan import Plan
 from fleet.summary import Summary, UpdateType
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fleet.cli import app
+from cli.app import app
 from fleet.summary import Outcome, Summary, UpdateType
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from fleet.cli import app
+from cli.app import app
 from fleet.summary import Summary
 from reporting.run_report import OPERATOR, RenderedRun, ReportDeliveryError, render_run
 from tests.reporting.conftest import SmtpServer

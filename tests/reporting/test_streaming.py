@@ -12,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
-from fleet.cli import app
+from cli.app import app
 from fleet.summary import Delivery, Outcome, Summary
 from reporting import charts
 from reporting.json_stream import ObjectStream

@@ -1,6 +1,6 @@
 """`fleet nightly`: run the nightly maintenance flow against the dashboard configured in the environment."""
 
-from fleet.commands.selection import maintenance_app
+from cli.commands.selection import maintenance_app
 
 
 def _flow():

@@ -2,7 +2,7 @@
 
 import typer
 
-from fleet.commands import blocks, check, dashboard, demo, emulator, nightly, report, serve, update
+from cli.commands import blocks, check, dashboard, demo, emulator, nightly, report, serve, update
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True

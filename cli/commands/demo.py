@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fleet.demo import run_demo
+from cli.demo import run_demo
 
 app = typer.Typer(help="Run the nightly flow against an embedded emulator and render the report.")
 

@@ -1,6 +1,6 @@
 """`fleet update`: apply the policy's updates to a selection now (no checks, no report)."""
 
-from fleet.commands.selection import maintenance_app
+from cli.commands.selection import maintenance_app
 
 
 def _flow():

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-# A group (for fleet/cli.py's add_typer) whose callback is the command; options may follow RUN_DIR.
+# A group (for cli/app.py's add_typer) whose callback is the command; options may follow RUN_DIR.
 app = typer.Typer(help="Render (and send) the maintenance reports of a run.", invoke_without_command=True,
                   no_args_is_help=True, context_settings={"allow_interspersed_args": True})
 

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from fleet.commands.selection import Clients, Sites, Tags, selection
+from cli.commands.selection import Clients, Sites, Tags, selection
 
 app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open incidents.",
                   invoke_without_command=True, no_args_is_help=False)

@@ -1,0 +1,1 @@
+"""The command line: everything that starts things (the `fleet` command, the demo, serve) sits here, above flows/."""
