@@ -1,5 +1,7 @@
 """The `fleet` command: one entry point that ties the emulator, the client, the pipeline and the reports."""
 
+import os
+
 import typer
 
 from cli.commands import blocks, check, dashboard, demo, emulator, nightly, report, serve, update
@@ -7,6 +9,15 @@ from cli.commands import blocks, check, dashboard, demo, emulator, nightly, repo
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
 )
+
+
+@app.callback()
+def quiet_prefect() -> None:
+    """Prefect's telemetry is off for the project's commands unless the operator turned it on: it reaches for the
+    internet, which an unattended night may not have, and printed a traceback on fresh Prefect homes."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
 app.add_typer(emulator.app, name="emulator")
 app.add_typer(dashboard.app, name="dashboard")
 app.add_typer(nightly.app, name="nightly")

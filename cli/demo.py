@@ -56,16 +56,20 @@ def run_demo(
     seed: int = 0,
     faults: str = "realistic",
     time_scale: float = 0.002,
-) -> DemoResult:
-    """Start an emulator on a free loopback port, run `nightly_maintenance` against it, return what it wrote."""
+    nights: int = 1,
+) -> list[DemoResult]:
+    """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
+    fleet, so later reports show trends), and return what each night wrote."""
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
     output_dir = output_dir.resolve()
     # The demo never sends mail: the messages are written as .eml files beside the summary.
     mail = {"FLEET_SMTP_HOST": "", "FLEET_REPORT_TO": os.environ.get("FLEET_REPORT_TO") or "operator@example.com"}
+    results = []
     with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **mail}):
-        summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
-    run_dir = summary_path.parent
-    files = sorted(path for path in run_dir.rglob("*") if path.is_file())
-    return DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files)
+        for _ in range(nights):
+            run_dir = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir)))).parent
+            files = sorted(path for path in run_dir.rglob("*") if path.is_file())
+            results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files))
+    return results

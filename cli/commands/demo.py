@@ -1,5 +1,6 @@
 """`fleet demo`: the nightly flow against an embedded emulator, ending in a rendered report."""
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,24 +12,47 @@ from cli.demo import run_demo
 app = typer.Typer(help="Run the nightly flow against an embedded emulator and render the report.")
 
 
+def own_prefect_home(output: Path) -> Path | None:
+    """The demo's Prefect home under its output, so its ephemeral server shares no database with anything else
+    (a shared ~/.prefect was locked by another process); an operator's PREFECT_API_URL or PREFECT_HOME wins."""
+    if os.environ.get("PREFECT_API_URL") or os.environ.get("PREFECT_HOME"):
+        return None
+    home = (output / ".prefect").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["PREFECT_HOME"] = str(home)
+    return home
+
+
 @app.callback(invoke_without_command=True)
 def demo(
     output: Annotated[Path, typer.Option(help="Directory for the run's summary, reports and .eml messages.")] = Path(
         "demo-output"
     ),
     sites: Annotated[int, typer.Option(min=1, max=10_000, help="Sites in the generated fleet.")] = 40,
+    nights: Annotated[
+        int, typer.Option(min=1, max=7, help="Nights run one after another (from the second, reports show trends).")
+    ] = 2,
     seed: Annotated[int, typer.Option(help="Seed of the generated fleet and of the faults.")] = 0,
     faults: Annotated[str, typer.Option(help="Fault profile: none, realistic, hostile or a file.")] = "realistic",
     time_scale: Annotated[float, typer.Option(min=0.0001, help="Multiplier of every dashboard delay.")] = 0.002,
 ) -> None:
     console = Console()
-    console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}) and the nightly flow...")
-    result = run_demo(output, sites=sites, seed=seed, faults=faults, time_scale=time_scale)
-    counts = ", ".join(f"{outcome.value} {n}" for outcome, n in sorted(result.summary.counts.by_outcome.items()))
-    console.print(f"\n[bold]Nightly run {result.summary.run_id}[/bold]: {len(result.summary.items)} items ({counts})")
-    console.print(f"Run directory: {result.run_dir}")
-    for path in result.files:
-        console.print(f"  {path.relative_to(result.run_dir)}")
-    html = next((p for p in result.files if p.name == "operator.html"), None)
+    home = own_prefect_home(output)
+    if home:
+        console.print(f"Prefect home for the demo: {home}", soft_wrap=True)
+    console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}), {nights} night(s)...")
+    results = run_demo(output, sites=sites, seed=seed, faults=faults, time_scale=time_scale, nights=nights)
+    for result in results:
+        counts = ", ".join(f"{outcome.value} {n}" for outcome, n in sorted(result.summary.counts.by_outcome.items()))
+        console.print(
+            f"\n[bold]Nightly run {result.summary.run_id}[/bold]: {len(result.summary.items)} items ({counts})"
+        )
+        console.print(f"Run directory: {result.run_dir}", soft_wrap=True)
+        for path in result.files:
+            console.print(f"  {path.relative_to(result.run_dir)}", soft_wrap=True)
+    html = next((p for p in results[-1].files if p.name == "operator.html"), None)
     if html:
-        console.print(f"\nOpen the operator's report: file://{html}")
+        # soft_wrap: a terminal must be able to open the link, so it is never broken across lines
+        console.print(f"\nOpen the operator's report: file://{html}", soft_wrap=True, highlight=False)
+    if nights == 1:
+        console.print("Trend charts appear from the second night: run with --nights 2.")

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
-    result = run_demo(tmp_path, sites=8, seed=2, faults="realistic", time_scale=0.001)
+    first, second = run_demo(tmp_path, sites=8, seed=2, faults="realistic", time_scale=0.001, nights=2)
 
-    summary = result.summary
+    result, summary = first, first.summary
     assert summary.items and summary.counts.by_outcome.get(Outcome.updated, 0) > 0
     assert sum(summary.counts.by_outcome.values()) == len(summary.items)
     names = {path.name for path in result.files}
@@ -30,3 +30,11 @@ def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
     assert {part.get_content_type() for part in operator.walk()} >= {"text/plain", "text/html"}
     probed = [site.check for site in summary.sites if site.updated]
     assert probed and all(check is not None and check.probe_ok is not None for check in probed)
+
+
+    assert second.run_dir != first.run_dir and second.summary.run_id != summary.run_id
+    applied = {(i.site_id, i.type, i.slug, i.to_version) for i in summary.items if i.outcome is Outcome.updated}
+    assert not applied & {
+        (i.site_id, i.type, i.slug, i.to_version) for i in second.summary.items if i.outcome is Outcome.updated
+    }, "the second night applies nothing the first one did"
+    assert "operator-outcomes-per-night.png" in {path.name for path in second.files}, "the trend over both nights"

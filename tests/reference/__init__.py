@@ -1,12 +1,10 @@
-"""Where the shared reference lives: `$FLEET_REFERENCE_DIR`, else `shared/reference` beside the repository
-(as on every developer machine and in CI). Tests that replay it fail loudly when it is missing."""
+"""The real dashboard's captured exchanges and ability catalogue, kept beside this module (see README.md here);
+`$FLEET_REFERENCE_DIR` reads another copy instead. Tests that replay them fail loudly when they are missing."""
 
 import os
 from pathlib import Path
 
-REFERENCE = Path(
-    os.environ.get("FLEET_REFERENCE_DIR") or Path(__file__).resolve().parents[2] / "shared" / "reference"
-)
+REFERENCE = Path(os.environ.get("FLEET_REFERENCE_DIR") or Path(__file__).resolve().parent)
 EXCHANGES = REFERENCE / "real-exchanges"
 ABILITIES = REFERENCE / "abilities.json"
 
