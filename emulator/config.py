@@ -21,11 +21,11 @@ ALL_MODULES = CORE_MODULES + EXTENSION_MODULES
 
 
 class EmulatorConfig(BaseModel):
-    """One dashboard: its namespace (`svc` as the spec spells it, `mainwp` as the product does), fleet and knobs."""
+    """One dashboard: its namespace (`mainwp` as the product spells it, `svc` as the spec does), fleet and knobs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    namespace: Literal["svc", "mainwp"] = "svc"
+    namespace: Literal["svc", "mainwp"] = "mainwp"
     sites: int = Field(50, ge=0, le=100_000)
     seed: int = 0
     db: Path | None = None
