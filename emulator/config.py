@@ -32,6 +32,7 @@ class EmulatorConfig(BaseModel):
     time_scale: float = Field(1.0, gt=0)
     faults: str = "none"
     workers: int = Field(8, ge=1, le=1024, description="PHP workers: each request holds one from arrival to answer")
+    max_body_bytes: int = Field(1024 * 1024, ge=0, description="nginx's client_max_body_size; 0 = no limit")
     gateway_timeout: float = Field(DEFAULT_GATEWAY_TIMEOUT, ge=0, description="modelled seconds; 0 = none")
     slow_site_rate: float = Field(DEFAULT_SLOW_SITE_RATE, ge=0, le=1, description="share of slow children")
     slow_site_factor: float = Field(DEFAULT_SLOW_SITE_FACTOR, ge=1, description="how much slower they are")

@@ -45,6 +45,9 @@ def serve(
     gateway_timeout: float = typer.Option(
         60.0, min=0, help="Modelled seconds after which the gateway answers 504 (nginx's default 60; 0: none)."
     ),
+    max_body_bytes: int = typer.Option(
+        1024 * 1024, min=0, help="Largest request body the gateway passes on (nginx's default 1 MiB; 0: no limit)."
+    ),
     slow_site_rate: float = typer.Option(0.02, min=0, max=1, help="Share of child sites that are slow (seeded)."),
     slow_site_factor: float = typer.Option(10.0, min=1, help="How many times slower a slow site is."),
     work_seconds: str = typer.Option(
@@ -66,6 +69,7 @@ def serve(
             faults=faults,
             workers=workers,
             gateway_timeout=gateway_timeout,
+            max_body_bytes=max_body_bytes,
             slow_site_rate=slow_site_rate,
             slow_site_factor=slow_site_factor,
             work_seconds=parse_work_seconds(work_seconds),
