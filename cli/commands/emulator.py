@@ -38,7 +38,9 @@ def serve(
     seed: int = typer.Option(0, help="Seed of the fleet generator."),
     namespace: str = typer.Option("mainwp", help="mainwp (the real product's) or svc (the spec's spelling)."),
     db: Path | None = typer.Option(None, help="SQLite file; state survives restarts. In memory when omitted."),
-    credentials_out: Path | None = typer.Option(None, help="Write the credentials JSON here."),
+    credentials_out: Path | None = typer.Option(
+        None, help="Write the credentials JSON here (the one place that holds them; with --db, a restart keeps them)."
+    ),
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
     faults: str = typer.Option("none", help="Fault profile: none, realistic, hostile, or a YAML/JSON file."),
     workers: int = typer.Option(8, min=1, help="PHP workers: each request holds one from arrival to answer."),
@@ -65,6 +67,7 @@ def serve(
             sites=sites,
             seed=seed,
             db=db,
+            credentials_file=credentials_out,
             time_scale=time_scale,
             faults=faults,
             workers=workers,
