@@ -271,7 +271,7 @@ def main() -> None:
     job_rows: list[dict[str, Any]] = []
     asyncio.run(job_against_capacity(1_000, 0.001, job_rows))
     model_rows: list[dict[str, Any]] = []
-    asyncio.run(model_against_the_real_dashboard(0.02, model_rows))
+    asyncio.run(model_against_the_real_dashboard(0.05, model_rows))
 
     print("\nStart-up (process start to base URL printed)")
     print(f"{'sites':>8} | {'ready (s)':>9}")
@@ -296,7 +296,7 @@ def main() -> None:
         print(f"{row['sites']:>6} | {row['time_scale']:>6} | {row['workers']:>7} | {row['modelled_work_seconds']:>8} | "
               f"{row['lower_bound_wall_seconds']:>9} | {row['cron_delay_wall_seconds']:>8} | "
               f"{row['wall_seconds']:>8} | {row['job_status']}")
-    print("\nThe capacity model next to a real dashboard (sync-sites-v1 over a real socket at --time-scale 0.02,")
+    print("\nThe capacity model next to a real dashboard (sync-sites-v1 over a real socket at --time-scale 0.05,")
     print("8 workers, 0.1 s bootstrap, 2 s a site, gateway 60 s; modelled seconds = wall / time scale)")
     print(f"{'case':<42} | {'real dashboard':<58} | {'status':>6} | {'answered (s)':>12} | {'landed (s)':>10}")
     for row in model_rows:
