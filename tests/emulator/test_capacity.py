@@ -85,7 +85,7 @@ async def test_a_slow_site_is_slow_on_every_call_and_listed() -> None:
         slow = set((await truth(board))["capacity"]["slow_sites"]["site_ids"])
         assert 1 <= len(slow) <= 15  # about 2% of 300
         state = board.emulator.state
-        usable = [s for s in healthy(board, 300)]
+        usable = healthy(board, 300)
         slow_site = next(s for s in usable if s in slow)
         quick_site = next(s for s in usable if s not in slow)
         quick, _ = await timed_sync(client, [quick_site])
@@ -132,7 +132,7 @@ async def test_the_queue_wait_counts_toward_the_gateway() -> None:
         await asyncio.sleep(3 * SYNC)
         ledger = (await truth(board))["capacity"]
     # 2.1 s of work each on one worker: the first answers in time, the second waits 2.1 s and passes 3 s
-    assert first.status_code == 200 and second.status_code == 504
+    assert sorted([first.status_code, second.status_code]) == [200, 504]
     assert ledger["gateway_timeouts"] == 1 and ledger["operations"]["sync"] == 2
     assert ledger["longest_queue_wait_seconds"] == pytest.approx(2.1, rel=0.3)
 
