@@ -164,7 +164,7 @@ class Capacity:
             except asyncio.CancelledError:
                 if turn.done() and not turn.cancelled():
                     self._hand_over(turn.result())
-                else:
+                elif turn in self._queue:  # a hand-over may already have passed it by
                     self._queue.remove(turn)
                 raise
         lease.worker = worker
