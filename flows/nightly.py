@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from fleet.breakage import SitesBrokenByRun, broken_message
 from fleet.summary import Selection
 from flows.update import maintain_fleet
 
@@ -23,6 +24,8 @@ async def nightly_maintenance(
     email_block: str | None = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
+
+    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
@@ -40,5 +43,7 @@ async def nightly_maintenance(
     from tasks.report import report_run
 
     send = send_report and not dry_run
-    await report_run(run_dir, send=send, settings=await mail_settings(email_block) if send else None)
+    result = await report_run(run_dir, send=send, settings=await mail_settings(email_block) if send else None)
+    if result.broken:  # Failed, so that Prefect's own automations and notifications fire
+        raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

@@ -24,16 +24,17 @@ from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
 from fleet.lanes import Lane, split_into_lanes
 from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
-from fleet.policy import Policy, load_policy
+from fleet.policy import Policy, check_recipients, load_policy
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
 from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
-from tasks.checks import check_sites_task, count_open_incidents_task
+from tasks.checks import check_sites_task, count_open_incidents_task, probe_before_updates_task
 from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
+from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -123,6 +124,7 @@ async def run_lane(
     then checks, re-sync, a fresh list and reconcile."""
     result = CohortResult()
     calls: list[CallResult] = []
+    before = await probe_before_updates_task(quote(lane.sites), settings, label=lane.label) if run_checks else {}
     for type_ in APPLY_ORDER:
         typed = lane.items_of(type_)
         if typed:
@@ -132,7 +134,8 @@ async def run_lane(
             calls += type_calls
             result.jobs += await wait_for_update_jobs(client, type_calls, settings)
     if run_checks:
-        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label)
+        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label,
+                                               before=quote(before))
     failures = await sync_sites_task(client, quote(lane.sites), settings, label=f"after-updates-{lane.label}")
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
@@ -182,6 +185,7 @@ async def maintain_fleet(
     run_dir = settings.report_dir / run_id
     async with await open_dashboard(dashboard, settings) as client:
         sites, clients, errors = await select_fleet(client, selection)
+        check_recipients(policy, [known.name for known in clients])
         # a sync is a write request: a dry run plans from the dashboard's last sync
         (sites, pending), ignored = await asyncio.gather(
             survey_fleet(client, sites, settings, sync=not dry_run),
@@ -224,7 +228,9 @@ async def maintain_fleet(
         errors=errors,
         finished_at=datetime.now(UTC),
         dashboard=client.settings.base_url,
+        mail_clients_when_broken=policy.mail_clients_when_broken,
     )
+    summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
     await write_summary_task(quote(summary), run_dir)
     return run_dir
 
