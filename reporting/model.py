@@ -85,6 +85,7 @@ class Headline:
     checked: int
     healthy: int
     open_incidents: int
+    broken: int = 0  # sites the night broke
 
     @property
     def updated(self) -> int:
@@ -98,6 +99,13 @@ class Headline:
     def not_updated(self) -> int:
         """Everything neither updated nor failed."""
         return self.items - self.updated - self.failed
+
+    @property
+    def alarm(self) -> str:
+        """The first thing to read when the night broke sites (empty otherwise)."""
+        if not self.broken:
+            return ""
+        return f"The night broke {self.broken} {'site' if self.broken == 1 else 'sites'}: see the suspects below."
 
     @property
     def sentence(self) -> str:
@@ -126,6 +134,7 @@ class UpdatedItem:
     name: str
     from_version: str
     to_version: str
+    suspect: bool = False  # applied to a site the night broke
 
     @property
     def change(self) -> str:
@@ -236,6 +245,34 @@ class TrendRow(OutcomeTotals):
 
 
 @dataclass
+class Alarm:
+    """A site the night broke (with its suspects), or one that was already down before it."""
+
+    site_name: str
+    site_url: str
+    saw: str
+    dashboard_page: str | None
+    suspects: list[UpdatedItem]
+
+
+@dataclass
+class HoldRow:
+    """A version the nights hold fleet-wide."""
+
+    item: str  # what `fleet holds release` takes
+    name: str
+    type: UpdateType
+    version: str
+    reason: str
+    since: date
+    age_days: int
+
+    @property
+    def age(self) -> str:
+        return "today" if self.age_days == 0 else f"{self.age_days} day{'' if self.age_days == 1 else 's'}"
+
+
+@dataclass
 class Chart:
     cid: str
     title: str
@@ -264,6 +301,9 @@ class ReportData:
     plugin_trend: list[PluginFailure]
     problems: list[str] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
+    broken: list[Alarm] = field(default_factory=list)
+    already_down: list[Alarm] = field(default_factory=list)
+    night_holds: list[HoldRow] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -285,4 +325,6 @@ class ReportData:
         if self.headline.failed:
             numbers += f", {self.headline.failed} failed"
         dry = " (dry run)" if self.dry_run else ""
-        return f"{who}maintenance report {day}{dry}: {numbers}"
+        alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
+            if self.headline.broken else ""
+        return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"
