@@ -13,11 +13,11 @@ from fleet.summary import NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
-    Alarm,
     NOT_DONE_ORDER,
     OUTCOME_ORDER,
     SITE_STATUS_TITLES,
     TYPE_TITLES,
+    Alarm,
     BreakdownRow,
     Checks,
     Headline,
