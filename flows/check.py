@@ -26,7 +26,7 @@ async def check_fleet(
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
-        sites, _, _ = await select_fleet(client, selection)
+        sites, _ = await select_fleet(client, selection)
         usable = [site for site in sites if site.status is SiteStatus.online]
         parts = await run_in_chunks(
             lambda chunk, label: check_sites_task(client, quote(chunk), settings, label=label), usable, settings

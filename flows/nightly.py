@@ -11,9 +11,10 @@ from prefect import flow
 from fleet.breakage import SitesBrokenByRun, broken_message
 from fleet.summary import Selection
 from flows.update import maintain_fleet
+from tasks.alert import alert_operator
 
 
-@flow(name="nightly-maintenance", log_prints=False)
+@flow(name="nightly-maintenance", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])
 async def nightly_maintenance(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dry_run: bool = False,

@@ -12,11 +12,7 @@ from tasks.report import report_run
 
 
 async def mail_settings(email_block: str | None) -> MailSettings:
-    if not email_block:
-        return MailSettings()
-    from prefect_email import EmailServerCredentials
-
-    return MailSettings.from_credentials(await EmailServerCredentials.aload(email_block))
+    return await MailSettings.afrom_block(email_block)
 
 
 @flow(name="report", log_prints=False)

@@ -10,7 +10,7 @@ from prefect.utilities.annotations import quote
 
 from dashboard.client import DashboardClient
 from fleet.fan_out import chunked, fan_out
-from fleet.plan import SiteRecord, SiteStatus, select_sites, unmatched_selection
+from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from fleet.settings import PipelineSettings
 from fleet.summary import Client, Selection
 from tasks.detect import apply_sync_failures, load_fleet_task
@@ -32,11 +32,14 @@ async def open_dashboard(block: str | None, settings: PipelineSettings) -> Dashb
 
 async def select_fleet(
     client: DashboardClient, selection: Selection
-) -> tuple[list[SiteRecord], list[Client], list[str]]:
-    """The selected sites, the dashboard's clients, and run-level errors (names that match no site)."""
-    fleet, clients = await load_fleet_task(client)
-    errors = [f"selection: no site matches {entry!r}" for entry in unmatched_selection(fleet, selection)]
-    return select_sites(fleet, selection), clients, errors
+) -> tuple[list[SiteRecord], list[Client]]:
+    """The selected sites and the dashboard's clients; a selection value that matches no site raises
+    `NoSiteMatches` here, before any request that writes."""
+    # the first contact is not retried as a step: the client has retried the requests, and a dashboard that
+    # cannot be reached (or refuses the key) must be said at once, before anything was done
+    fleet, clients = await load_fleet_task.with_options(retries=0)(client)
+    check_selection(fleet, selection)
+    return select_sites(fleet, selection), clients
 
 
 async def run_in_chunks(
@@ -77,11 +80,9 @@ async def sync_fleet(
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
-        sites, _, errors = await select_fleet(client, selection)
+        sites, _ = await select_fleet(client, selection)
         synced = await sync_selected(client, sites, settings)
     logger = get_run_logger()
-    for error in errors:
-        logger.warning(error)
     for site in synced:
         if site.status is not SiteStatus.online:
             logger.warning("site %s (%s): %s", site.id, site.url, site.status_reason or site.status.value)

@@ -184,7 +184,8 @@ async def maintain_fleet(
     run_id = run_identity(started)
     run_dir = settings.report_dir / run_id
     async with await open_dashboard(dashboard, settings) as client:
-        sites, clients, errors = await select_fleet(client, selection)
+        sites, clients = await select_fleet(client, selection)
+        errors: list[str] = []
         check_recipients(policy, [known.name for known in clients])
         # a sync is a write request: a dry run plans from the dashboard's last sync
         (sites, pending), ignored = await asyncio.gather(

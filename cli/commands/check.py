@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.commands.selection import Clients, Sites, Tags, selection
+from cli.commands.selection import Clients, Sites, Tags, run_flow, selection
 
 app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open incidents.",
                   invoke_without_command=True, no_args_is_help=False)
@@ -17,14 +15,10 @@ app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, 
 @app.callback()
 def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> None:
     """Run the check flow against FLEET_BASE_URL and print one line per site; exit 1 if any is unhealthy."""
-    from dashboard.errors import DashboardError
     from flows.check import check_fleet
 
-    try:
-        checks = asyncio.run(check_fleet(selection=selection(sites, tags, clients)))
-    except DashboardError as error:
-        typer.secho(f"check failed: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
+    chosen = selection(sites, tags, clients)
+    checks = run_flow("check", lambda: check_fleet(selection=chosen))
     table = Table("site", "healthy", "HTTP", "ms", "incidents", "problem")
     for site_id, result in sorted(checks.items()):
         problem = result.error or result.probe_error or ""
