@@ -7,7 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from fleet.breakage import SitesBrokenByRun
 from fleet.holds import HoldStore
 from fleet.settings import PipelineSettings
@@ -87,3 +89,12 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
     assert {h.slug for h in night.holds} == {h.slug for h in holds}
     truth = emulator.truth()
     assert any(u["slug"] == slug for u in truth["sites"][str(later["id"])]["pending_updates"])
+
+    # the operator sees the holds and releases one: the night after applies it again
+    listed = CliRunner().invoke(app, ["holds", "list"])
+    assert listed.exit_code == 0 and version in listed.output and f"{len(holds)} hold(s)" in listed.output
+    released = CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"])
+    assert released.exit_code == 0 and f"released plugin:{slug}@{version}" in released.output
+    assert CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"]).exit_code == 2  # nothing left to release
+    third = Summary.read(Path(await nightly_maintenance(selection=Selection(sites=[str(later["id"])]))))
+    assert [item.outcome for item in third.items if item.slug == slug] == [Outcome.updated]
