@@ -7,7 +7,7 @@ from datetime import datetime
 from fleet.breakage import judge_sites
 from fleet.plan import Plan
 from fleet.policy import Policy
-from fleet.reconcile import not_attempted
+from fleet.reconcile import DRY_RUN_RULE, not_attempted
 from fleet.summary import Client, Cohort, Item, Job, NightHold, Outcome, Site, SiteAlarm, SiteCheck, Summary
 
 
@@ -35,7 +35,9 @@ def build_summary(
     if missing:
         listed = ", ".join(f"site {i.site_id} {i.type} {i.slug}" for i in missing[:10])
         raise MissingItems(f"{len(missing)} detected item(s) have no outcome: {listed}")
-    items.sort(key=lambda item: (item.site_id, list(type(item.type)).index(item.type), item.slug))
+    # a dry run lists what it would apply before what it would not
+    items.sort(key=lambda item: (plan.dry_run and item.rule != DRY_RUN_RULE, item.site_id,
+                                 list(type(item.type)).index(item.type), item.slug))
     updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}
     broken, already_down = judge_sites(items, [(site.id, site.url, site.name, site.client) for site in plan.sites],
                                        checks, dashboard)

@@ -34,7 +34,7 @@ async def nightly_maintenance(
         policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
         dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
-        send_report: E-mail the reports to the operator and the clients (a dry run never sends).
+        send_report: E-mail the reports to the operator and the clients (a dry run: to the operator only).
         email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
@@ -43,8 +43,9 @@ async def nightly_maintenance(
     from flows.report import mail_settings
     from tasks.report import report_run
 
-    send = send_report and not dry_run
-    result = await report_run(run_dir, send=send, settings=await mail_settings(email_block) if send else None)
+    # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
+    result = await report_run(run_dir, send=send_report,
+                              settings=await mail_settings(email_block) if send_report else None)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

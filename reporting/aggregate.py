@@ -9,6 +9,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
+from fleet.reconcile import DRY_RUN_RULE
 from fleet.summary import NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from reporting.history import as_utc
 from reporting.model import (
@@ -288,7 +289,13 @@ def build_report(
             for c in summary.cohorts
             if c.status != "completed"
         ]
-    updated, updated_more = updated_sites(items, max_rows)
+    would = items["rule"] == DRY_RUN_RULE
+    if summary.dry_run and would.any():  # what it would apply is listed like the updates, before the rest
+        updated, updated_more = updated_sites(items[would].assign(outcome=Outcome.updated), max_rows)
+        not_done_rows = items[~would]
+    else:
+        updated, updated_more = updated_sites(items, max_rows)
+        not_done_rows = items
     broken = alarms(summary.broken, client)
     return ReportData(
         client=clean(client, 120) if client is not None else None,
@@ -306,10 +313,13 @@ def build_report(
             healthy=checks.healthy,
             open_incidents=checks.open_incidents,
             broken=len(broken),
+            would_apply=int(would.sum()) if summary.dry_run else 0,
+            would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
+            dry_run=summary.dry_run,
         ),
         updated=updated,
         updated_more=updated_more,
-        not_done=not_done(items, max(10, max_rows // 4), with_rules=client is None),
+        not_done=not_done(not_done_rows, max(10, max_rows // 4), with_rules=client is None),
         plugin_failures=plugin_failures(items, 15),
         checks=checks,
         by_type=by_type(items),

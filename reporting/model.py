@@ -86,6 +86,18 @@ class Headline:
     healthy: int
     open_incidents: int
     broken: int = 0  # sites the night broke
+    would_apply: int = 0  # a dry run: the updates it would apply
+    would_sites: int = 0  # ... on this many sites
+    dry_run: bool = False
+
+    @property
+    def done(self) -> int:
+        """What the night applied, or in a dry run what it would apply."""
+        return self.would_apply if self.dry_run else self.updated
+
+    @property
+    def done_title(self) -> str:
+        return "Would update" if self.dry_run else "Updated"
 
     @property
     def updated(self) -> int:
@@ -97,8 +109,8 @@ class Headline:
 
     @property
     def not_updated(self) -> int:
-        """Everything neither updated nor failed."""
-        return self.items - self.updated - self.failed
+        """Everything neither updated (or in a dry run, to be updated) nor failed."""
+        return self.items - self.done - self.failed
 
     @property
     def alarm(self) -> str:
@@ -109,6 +121,12 @@ class Headline:
 
     @property
     def sentence(self) -> str:
+        if self.would_apply:
+            site_word = "site" if self.would_sites == 1 else "sites"
+            rest = self.items - self.would_apply
+            verb = "update would be applied" if self.would_apply == 1 else "updates would be applied"
+            return (f"{self.would_apply} {verb} on {self.would_sites} {site_word}"
+                    + (f"; {rest} would not (see why below)." if rest else "."))
         if self.items == 0:
             return f"All {self.sites} sites were up to date: there was nothing to update."
         if self.updated == 0:
@@ -321,7 +339,7 @@ class ReportData:
     def subject(self) -> str:
         day = self.started_at.strftime("%d %b %Y")
         who = f"{self.client}: " if self.client is not None else "Fleet "
-        numbers = f"{self.headline.updated} updated"
+        numbers = f"{self.headline.would_apply} would update" if self.dry_run else f"{self.headline.updated} updated"
         if self.headline.failed:
             numbers += f", {self.headline.failed} failed"
         dry = " (dry run)" if self.dry_run else ""

@@ -39,8 +39,11 @@ def report(
     try:
         settings = (MailSettings.from_block(email_block) if email_block else MailSettings()) if send else None
         result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs, clients=client or None)
-    except (ValidationError, SummaryError, UnknownClient) as error:
-        typer.secho(f"invalid settings, summary or client: {error}", fg=typer.colors.RED, err=True)
+    except (ValidationError, SummaryError) as error:
+        typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    except UnknownClient as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     for path in result.files:
         typer.echo(f"wrote {path}")
