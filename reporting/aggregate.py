@@ -313,6 +313,7 @@ def build_report(
             healthy=checks.healthy,
             open_incidents=checks.open_incidents,
             broken=len(broken),
+            unusable=sum(1 for site in sites if site.status != "online"),
             would_apply=int(would.sum()) if summary.dry_run else 0,
             would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
             dry_run=summary.dry_run,

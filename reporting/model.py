@@ -86,6 +86,7 @@ class Headline:
     healthy: int
     open_incidents: int
     broken: int = 0  # sites the night broke
+    unusable: int = 0  # sites that could not be worked on (offline, suspended, disconnected, too old)
     would_apply: int = 0  # a dry run: the updates it would apply
     would_sites: int = 0  # ... on this many sites
     dry_run: bool = False
@@ -94,6 +95,23 @@ class Headline:
     def done(self) -> int:
         """What the night applied, or in a dry run what it would apply."""
         return self.would_apply if self.dry_run else self.updated
+
+    @property
+    def health(self) -> str:
+        """The checks in one sentence, never "all healthy" without the sites that could not even be checked."""
+        parts = []
+        if self.checked:
+            sick = self.checked - self.healthy
+            parts.append(f"All {self.checked} checked sites are healthy" if not sick else
+                         f"{sick} of {self.checked} checked sites {'needs' if sick == 1 else 'need'} attention")
+        if self.unusable:
+            parts.append(f"{self.unusable} {'site' if self.unusable == 1 else 'sites'} could not be worked on "
+                         "(offline, suspended, disconnected or too old)")
+        return "; ".join(parts) + "." if parts else ""
+
+    @property
+    def healthy_everywhere(self) -> bool:
+        return self.healthy == self.checked and not self.unusable
 
     @property
     def done_title(self) -> str:

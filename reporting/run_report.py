@@ -35,6 +35,7 @@ from reporting.settings import MailSettings
 log = logging.getLogger(__name__)
 
 OPERATOR = "operator"
+BY_TYPE_CHART = "outcomes-by-type"
 REPORT_DIR = "report"
 FORMATS = (".html", ".txt", ".md")
 DELIVERIES = TypeAdapter(list[Delivery])
@@ -187,8 +188,10 @@ class RunWindow:
 
 
 def _charts(data: ReportData) -> list[Chart]:
-    if not data.trends:
-        return []
+    if not data.trends:  # the first night: no trend yet, so this night's outcomes by type
+        if not any(row.total for row in data.by_type):
+            return []
+        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type))]
     drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends))]
     if data.plugin_trend:
         drawn.append(
