@@ -3,7 +3,6 @@ sites, and the failure-rate chart's labels inside the picture."""
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 
 from PIL import Image
