@@ -8,7 +8,7 @@ from prefect.utilities.annotations import quote
 
 from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
-from fleet.summary import Selection, SiteCheck
+from fleet.summary import Selection, Site
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 
@@ -17,8 +17,9 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dashboard: str | None = None,
-) -> dict[int, SiteCheck]:
-    """Check the selected sites now; the unhealthy ones are shown in a table artifact.
+) -> list[Site]:
+    """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
+    shown in a table artifact).
 
     Args:
         selection: Which sites (ids or domains), tags and clients; empty lists mean all.
@@ -43,4 +44,5 @@ async def check_fleet(
     ]
     if rows:
         await acreate_table_artifact(rows, key="fleet-check-problems", description="Sites that failed a check")
-    return checks
+    return [Site(site_id=site.id, site_url=site.url, site_name=site.name, client=site.client,
+                 status=site.status.value, check=checks.get(site.id)) for site in usable]

@@ -130,7 +130,7 @@ async def check_sites(
         check = checks.get(site.id, SiteCheck())
         if probe is not None:
             check = check.model_copy(update={
-                "http_code": check.http_code if check.http_code is not None else probe.http_code,
+                "http_code": check.http_code or probe.http_code,  # 0: the dashboard's check got no answer
                 "response_ms": check.response_ms if check.response_ms is not None else probe.response_ms,
                 "probe_ok": probe.ok,
                 "probe_error": probe.error,
