@@ -6,6 +6,7 @@ from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
 
+from dashboard.block import DashboardConnection
 from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
 from fleet.summary import Selection, Site
@@ -16,14 +17,14 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: str | None = None,
+    dashboard: DashboardConnection = None,  # type: ignore[assignment] - see flows/nightly.py
 ) -> list[Site]:
     """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
     shown in a table artifact).
 
     Args:
         selection: Which sites (ids or domains), tags and clients; empty lists mean all.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:

@@ -8,6 +8,7 @@ from typing import TypeVar
 from prefect import flow, get_run_logger
 from prefect.utilities.annotations import quote
 
+from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.fan_out import chunked, fan_out
 from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
@@ -20,13 +21,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-async def open_dashboard(block: str | None, settings: PipelineSettings) -> DashboardClient:
-    """The saved connection `block`, else the FLEET_* environment; never more than `settings.concurrency`
-    requests in flight, however many steps and chunks run at once."""
-    if block:
-        from dashboard.block import DashboardConnection
-
-        return DashboardClient.from_block(await DashboardConnection.load(block), max_connections=settings.concurrency)
+async def open_dashboard(block: DashboardConnection | None, settings: PipelineSettings) -> DashboardClient:
+    """The saved connection `block` (a flow parameter: the Prefect UI offers the saved blocks), else the FLEET_*
+    environment; never more than `settings.concurrency` requests in flight, however many steps and chunks run
+    at once."""
+    if block is not None:
+        return DashboardClient.from_block(block, max_connections=settings.concurrency)
     return DashboardClient.from_env(max_connections=settings.concurrency)
 
 
@@ -70,13 +70,13 @@ async def sync_selected(
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: str | None = None,
+    dashboard: DashboardConnection = None,  # type: ignore[assignment] - see flows/nightly.py
 ) -> dict[str, int]:
     """Sync the selected sites now; returns how many sites ended in each status.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:

@@ -18,6 +18,7 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
+from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.fan_out import fan_out
@@ -65,11 +66,11 @@ def run_identity(started: datetime) -> str:
     return f"{started:%Y%m%d-%H%M%S}-{suffix}"
 
 
-def pipeline_settings(report_dir: str | None) -> PipelineSettings:
+def pipeline_settings(report_dir: str) -> PipelineSettings:
     return PipelineSettings(**({"report_dir": Path(report_dir)} if report_dir else {}))
 
 
-def resolve_policy(policy_file: str | None, settings: PipelineSettings) -> Policy:
+def resolve_policy(policy_file: str, settings: PipelineSettings) -> Policy:
     path = Path(policy_file) if policy_file else settings.policy_file
     return load_policy(path) if path else Policy()
 
@@ -172,9 +173,9 @@ async def maintain_fleet(
     *,
     selection: Selection,
     dry_run: bool,
-    policy_file: str | None,
-    report_dir: str | None,
-    dashboard: str | None,
+    policy_file: str,
+    report_dir: str,
+    dashboard: DashboardConnection | None,
     run_checks: bool,
 ) -> Path:
     """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
@@ -240,9 +241,9 @@ async def maintain_fleet(
 async def update_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dry_run: bool = False,
-    policy_file: str | None = None,
-    report_dir: str | None = None,
-    dashboard: str | None = None,
+    policy_file: str = "",
+    report_dir: str = "",
+    dashboard: DashboardConnection = None,  # type: ignore[assignment] - see flows/nightly.py
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 
@@ -251,7 +252,7 @@ async def update_fleet(
         dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
         policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                    report_dir=report_dir, dashboard=dashboard, run_checks=False)

@@ -119,12 +119,3 @@ class MailSettings(BaseSettings):
         from prefect_email import EmailServerCredentials
 
         return cls.from_credentials(EmailServerCredentials.load(name), **overrides)
-
-    @classmethod
-    async def afrom_block(cls, name: str | None, **overrides: object) -> MailSettings:
-        """`from_block` inside a flow's event loop; no name means the FLEET_* environment alone."""
-        if not name:
-            return cls(**overrides)
-        from prefect_email import EmailServerCredentials
-
-        return cls.from_credentials(await EmailServerCredentials.aload(name), **overrides)

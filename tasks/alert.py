@@ -9,29 +9,41 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-async def dashboard_host(block: str | None) -> str:
+async def saved_block(value: Any, kind: type[T]) -> T | None:
+    """A block parameter as the flow run recorded it: the block, a reference to a saved one, or nothing."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, dict) and "$ref" in value:
+        try:
+            return await kind.aload_from_ref(value["$ref"])  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - the environment is the fallback
+            log.warning("alert: the %s block of the run could not be loaded", kind.__name__)
+    return None
+
+
+async def dashboard_host(block: Any) -> str:
     """The dashboard's host (and port) from the run's block or the environment; never a URL's credentials."""
-    url = ""
-    try:
-        if block:
-            from dashboard.block import DashboardConnection
+    from dashboard.block import DashboardConnection
 
-            url = (await DashboardConnection.aload(block)).base_url
-        else:
+    connection = await saved_block(block, DashboardConnection)
+    url = connection.base_url if connection is not None else ""
+    if not url:
+        try:
             from dashboard.settings import DashboardSettings
 
             url = DashboardSettings().base_url
-    except Exception:  # noqa: BLE001 - the settings may be what failed: fall back to the raw variable
-        url = os.environ.get("FLEET_BASE_URL", "")
+        except Exception:  # noqa: BLE001 - the settings may be what failed: fall back to the raw variable
+            url = os.environ.get("FLEET_BASE_URL", "")
     parts = urlsplit(url.strip())
     if not parts.hostname:
-        return f"block {block}" if block else "(FLEET_BASE_URL not set)"
+        return "(FLEET_BASE_URL not set)"
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
@@ -49,6 +61,7 @@ async def error_text(state: Any) -> str:
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks."""
     from prefect.settings import PREFECT_UI_URL
+    from prefect_email import EmailServerCredentials
 
     from fleet.settings import PipelineSettings
     from reporting.alert import Alert, deliver_alert
@@ -67,7 +80,8 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     )
     report_dir = Path(parameters.get("report_dir") or PipelineSettings().report_dir)
     try:
-        settings = await MailSettings.afrom_block(parameters.get("email_block"))
+        credentials = await saved_block(parameters.get("email_block"), EmailServerCredentials)
+        settings = MailSettings.from_credentials(credentials) if credentials is not None else MailSettings()
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
         log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", error)
         settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env())

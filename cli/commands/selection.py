@@ -89,8 +89,7 @@ def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], labe
         check_policy(policy)
         flow = load_flow()
         path = run_flow(label, lambda: flow(
-            selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
-            report_dir=str(report_dir) if report_dir else None,
+            selection=chosen, dry_run=dry_run, policy_file=str(policy or ""), report_dir=str(report_dir or ""),
         ))
         print_summary(path)
 
