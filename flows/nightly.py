@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect_email import EmailServerCredentials
+from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from fleet.breakage import SitesBrokenByRun, broken_message
@@ -22,11 +23,11 @@ async def nightly_maintenance(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    # Typed as the block classes, not `| None`: the Prefect UI renders them as pickers of the saved blocks
-    # (an optional type renders as a type toggle); left empty (None), the FLEET_* environment is used.
-    dashboard: DashboardConnection = None,  # type: ignore[assignment]
+    # The block classes with None left out of the form's schema: the Prefect UI renders a picker of the saved
+    # blocks (a plain `| None` renders as a type toggle); none chosen means the FLEET_* environment.
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,
     send_report: bool = True,
-    email_block: EmailServerCredentials = None,  # type: ignore[assignment]
+    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 

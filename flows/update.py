@@ -17,6 +17,7 @@ from uuid import uuid4
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
+from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
@@ -243,7 +244,7 @@ async def update_fleet(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    dashboard: DashboardConnection = None,  # type: ignore[assignment] - see flows/nightly.py
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 
