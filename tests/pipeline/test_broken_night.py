@@ -98,3 +98,19 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
     assert CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"]).exit_code == 2  # nothing left to release
     third = Summary.read(Path(await nightly_maintenance(selection=Selection(sites=[str(later["id"])]))))
     assert [item.outcome for item in third.items if item.slug == slug] == [Outcome.updated]
+
+
+def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=12, seed=4)
+    slug, _, offering = shared_plugin(emulator.truth())
+    victim = offering[0]
+    emulator.post("faults/items", {"site_id": victim["id"], "type": "plugin", "slug": slug, "mode": "break"})
+    result = CliRunner().invoke(app, ["nightly", "--sites", str(victim["id"]), "--report-dir", str(tmp_path)])
+    assert result.exit_code == 7, result.output
+    assert "Traceback" not in result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("nightly run failed: ")]
+    assert "broke 1 site(s)" in line
+    [summary_line] = [line for line in result.output.splitlines() if line.startswith("summary: ")]
+    summary = Summary.read(Path(summary_line.removeprefix("summary: ")))
+    assert [alarm.site_id for alarm in summary.broken] == [victim["id"]]
+    assert summary.broken[0].site_name in line
