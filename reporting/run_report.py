@@ -287,8 +287,8 @@ def deliver_reports(
             continue
         if report.held:
             report = held_for_review(rendered, report, settings)
-            deliveries.append(Delivery(report=report.name, recipient=", ".join(report_recipients(rendered, report)),
-                                       accepted=False, held=True, answer=report.held))
+            deliveries.append(Delivery(report=report.name, accepted=False, held=True, answer=report.held,
+                                       recipient=clean(", ".join(report_recipients(rendered, report)), 200)))
         wanted = settings.report_to if report.name == OPERATOR or report.held else report.recipients
         recipients = [r for r in wanted if _ADDRESS.match(r)]
         deliveries += [

@@ -34,6 +34,8 @@ async def dashboard_host(block: Any) -> str:
 
     connection = await saved_block(block, DashboardConnection)
     url = connection.base_url if connection is not None else ""
+    if not url and isinstance(block, dict):  # an unsaved block, recorded by its fields
+        url = str(block.get("base_url") or "")
     if not url:
         try:
             from dashboard.settings import DashboardSettings
