@@ -72,3 +72,29 @@ def test_a_url_with_a_password_is_refused_and_never_echoed(monkeypatch):
         assert result.exit_code == 2, result.output
         assert "must not carry a user name or password" in result.output
         assert "hunter2" not in result.output and "admin:" not in result.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize(("args", "env", "code", "words"), [
+    (["nightly"], {"FLEET_API_KEY": "wrong==key"}, 3, "refused the credentials"),
+    (["nightly", "--sites", "9999"], {}, 2, "no site matches '9999'"),
+])
+def test_an_expected_failure_prints_one_line_and_no_traceback(dashboard, args, env, code, words):
+    """As an operator runs it: a process of its own, its whole output read (Prefect's log lines included)."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect.settings import PREFECT_API_URL
+
+    emulator = dashboard(sites=6, seed=2)
+    before = emulator.writes()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()", *args], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root), "PREFECT_API_URL": PREFECT_API_URL.value(),
+                               **env}, capture_output=True, text=True, timeout=180)
+    output = done.stdout + done.stderr
+    assert done.returncode == code, output
+    assert "Traceback" not in output and "wrong==key" not in output
+    assert [line for line in output.splitlines() if line.startswith("nightly run failed: ") and words in line]
+    assert emulator.writes() == before
