@@ -80,7 +80,10 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
         error=await error_text(state),
         ui_url=f"{ui.rstrip('/')}/runs/flow-run/{flow_run.id}" if ui else None,
     )
-    report_dir = Path(parameters.get("report_dir") or PipelineSettings().report_dir)
+    try:
+        report_dir = Path(parameters.get("report_dir") or PipelineSettings().report_dir)
+    except ValueError:  # the settings may be what failed the run
+        report_dir = Path("reports")
     try:
         credentials = await saved_block(parameters.get("email_block"), EmailServerCredentials)
         settings = MailSettings.from_credentials(credentials) if credentials is not None else MailSettings()
