@@ -47,8 +47,8 @@ class ReportDeliveryError(RuntimeError):
     """At least one report did not reach a recipient; the message names which and why."""
 
 
-class UnknownClient(ValueError):
-    """`--client` names no client report of the run."""
+class ClientChoiceError(ValueError):
+    """`--client` names no client report of the run, or the run is a dry run (never sent to clients)."""
 
 
 def report_recipients(rendered: RenderedRun, report: RenderedReport) -> list[str]:
@@ -361,9 +361,11 @@ def render_run(
     """
     rendered = render_reports(Path(run_dir), trend_runs=trend_runs)
     if clients is not None:
+        if rendered.dry_run:
+            raise ClientChoiceError(f"run {rendered.run_id} is a dry run: its reports are never sent to clients")
         unknown = [name for name in clients if name not in {report.name for report in rendered.reports[1:]}]
         if unknown:
-            raise UnknownClient(f"run {rendered.run_id} has no report for client {', '.join(map(repr, unknown))}")
+            raise ClientChoiceError(f"run {rendered.run_id} has no report for client {', '.join(map(repr, unknown))}")
     deliveries = deliver_reports(rendered, settings or MailSettings(), clients=clients) if send else []
     result = ReportResult.of(rendered, deliveries)
     for problem in result.problems:

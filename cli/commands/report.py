@@ -29,7 +29,7 @@ def report(
 
     from fleet.summary import SUMMARY_FILE
     from reporting.rows import SummaryError
-    from reporting.run_report import UnknownClient, render_run
+    from reporting.run_report import ClientChoiceError, render_run
     from reporting.settings import MailSettings
 
     if not (run_dir / SUMMARY_FILE).is_file():
@@ -42,7 +42,7 @@ def report(
     except (ValidationError, SummaryError) as error:
         typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    except UnknownClient as error:
+    except ClientChoiceError as error:
         typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     for path in result.files:

@@ -64,3 +64,15 @@ def test_the_broken_clients_report_goes_to_the_operator_marked_and_is_released_o
 
     unknown = CliRunner().invoke(app, ["report", str(broken_night), "--send", "--client", "Nobody"])
     assert unknown.exit_code == 2 and "no report for client 'Nobody'" in unknown.output
+
+
+def test_a_dry_runs_report_is_never_sent_to_a_client(broken_night: Path, smtp_server: SmtpServer, monkeypatch):
+    summary = Summary.read(broken_night)
+    summary.dry_run = True
+    summary.write(broken_night)
+    monkeypatch.setenv("FLEET_SMTP_HOST", smtp_server.host)
+    monkeypatch.setenv("FLEET_SMTP_PORT", str(smtp_server.port))
+    monkeypatch.setenv("FLEET_SMTP_SECURITY", "none")
+    result = CliRunner().invoke(app, ["report", str(broken_night), "--send", "--client", CLIENT])
+    assert result.exit_code == 2 and "is a dry run" in result.output
+    assert smtp_server.mailbox.received == []
