@@ -40,6 +40,7 @@ ITEM_COLUMNS = [
 ]  # fmt: skip
 TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
+MAX_ALARMS = 20  # broken sites shown in full at the top; the headline counts them all
 RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
 _SPACE = re.compile(r"\s+")
 
@@ -328,7 +329,8 @@ def build_report(
         trends=trend_rows(window) if len(window) > 1 else [],
         plugin_trend=plugin_trend(window, 10) if len(window) > 1 else [],
         problems=problems,
-        broken=broken,
-        already_down=alarms(summary.already_down, client),
+        broken=broken[:MAX_ALARMS],
+        broken_more=max(0, len(broken) - MAX_ALARMS),
+        already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
     )

@@ -338,6 +338,7 @@ class ReportData:
     problems: list[str] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
     broken: list[Alarm] = field(default_factory=list)
+    broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
     already_down: list[Alarm] = field(default_factory=list)
     night_holds: list[HoldRow] = field(default_factory=list)
 

@@ -3,6 +3,7 @@ sites, and the failure-rate chart's labels inside the picture."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 from PIL import Image
@@ -46,3 +47,18 @@ def test_the_failure_rate_chart_keeps_100_percent_and_its_counts_inside_the_pict
     width, height = image.size
     right_edge = [image.getpixel((width - 1 - x, y)) for x in range(4) for y in range(height)]
     assert min(right_edge) > 240, "something is drawn at the right edge: a label is cut off"
+
+
+def test_a_night_that_broke_many_sites_shows_20_in_full_and_counts_them_all(tmp_path: Path):
+    from fleet.summary import SiteAlarm
+    from tests.reporting.builder import build_summary
+
+    summary = build_summary(date(2026, 3, 9))
+    summary.broken = [SiteAlarm(site_id=n, site_url=f"https://site-{n}.example", site_name=f"Site {n}",
+                                saw="home page answered HTTP 500") for n in range(1, 26)]
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    text, html = body(rendered, rendered.operator, ".txt"), body(rendered, rendered.operator, ".html")
+    assert "The night broke 25 sites" in text and "... and 5 more broken sites" in text
+    assert html.count('data-row="broken"') == 20 and "and 5 more broken sites" in html
+    assert rendered.operator.subject.startswith("BROKE 25 SITES: ")
