@@ -60,6 +60,7 @@ def run_demo(
 ) -> list[DemoResult]:
     """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
     fleet, so later reports show trends), and return what each night wrote."""
+    from fleet.breakage import SitesBrokenByRun
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
@@ -69,7 +70,11 @@ def run_demo(
     results = []
     with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **mail}):
         for _ in range(nights):
-            run_dir = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir)))).parent
+            try:
+                summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
+            except SitesBrokenByRun as broken:  # the realistic faults break sites: the reports lead with them
+                summary_path = Path(broken.summary_path)
+            run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())
             results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files))
     return results

@@ -49,7 +49,10 @@ class DashboardClient(RestMethods, AbilityMethods):
 
     @classmethod
     def from_block(cls, block: DashboardConnection, **overrides: Any) -> DashboardClient:
-        return cls(block.settings(**overrides))
+        try:
+            return cls(block.settings(**overrides))
+        except ValueError as exc:  # pydantic's message would quote the values: a URL's password among them
+            raise ConfigurationError(_settings_problem(exc)) from None
 
     @classmethod
     def from_credentials(

@@ -19,6 +19,9 @@ Namespace = Literal["svc", "mainwp"]
 def _check_url(value: str, name: str) -> str:
     value = value.strip().rstrip("/")
     parts = urlsplit(value)
+    if "@" in parts.netloc:  # never echo it: the password would land in a log or a terminal
+        raise ValueError(f"{name} must not carry a user name or password (http://user:password@host); put the "
+                         "credentials in FLEET_API_KEY and FLEET_ABILITIES_PASSWORD (the URL is not shown)")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{name} must be an http(s) URL such as https://dash.example.com/wp-json, got {value!r}")
     if parts.query or parts.fragment:

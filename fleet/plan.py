@@ -168,6 +168,24 @@ def unmatched_selection(sites: list[SiteRecord], selection: Selection) -> list[s
     ]
 
 
+class NoSiteMatches(ValueError):  # noqa: N818 - the message reads "no site matches '9999'"
+    """A value of the selection names no site: the run stops before any request that writes."""
+
+
+def check_selection(sites: list[SiteRecord], selection: Selection) -> None:
+    """Raise `NoSiteMatches` for every site, tag or client of the selection that matches no site of the fleet.
+
+    A typo must not turn into a night that quietly works on fewer sites (or none).
+    """
+    tags = {tag.lower() for site in sites for tag in site.tags}
+    clients = {(site.client or "").lower() for site in sites}
+    misses = [f"no site matches {entry!r}" for entry in unmatched_selection(sites, selection)]
+    misses += [f"no site matches tag {tag!r}" for tag in selection.tags if tag.lower() not in tags]
+    misses += [f"no site matches client {name!r}" for name in selection.clients if name.lower() not in clients]
+    if misses:
+        raise NoSiteMatches("; ".join(misses))
+
+
 def build_plan(
     *,
     run_id: str,

@@ -58,6 +58,7 @@ class Rule(StrEnum):
     selection = "selection"
     site_status = "site_status"
     rollout = "rollout"
+    night_hold = "night_hold"
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,14 @@ class Policy(Rules):
     recipients: dict[str, list[str]] = Field(
         default_factory=dict, description="Report recipients per client name, replacing the client's e-mail."
     )
+    mail_clients_when_broken: bool = Field(
+        False, description="Send a client the automatic e-mail even when the night broke one of its sites "
+        "(by default it is held for the operator's review).",
+    )
+    hold_after_failures: int = Field(
+        3, ge=0, description="Hold a version fleet-wide from the next night once it failed on this many sites "
+        "in one night (0: failures alone never hold; a version that broke a site is always held).",
+    )
 
     @field_validator("recipients")
     @classmethod
@@ -393,6 +402,15 @@ class EffectiveRules:
                 eligible,
             )
         return None
+
+
+def check_recipients(policy: Policy, clients: Iterable[str]) -> None:
+    """Raise `PolicyError` naming every `recipients` entry that is not one of the dashboard's clients."""
+    known = {name.lower() for name in clients}
+    unknown = [name for name in policy.recipients if name.lower() not in known]
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        raise PolicyError(f"recipients: the dashboard has no client named {listed}")
 
 
 def _format_error(path: Path, error: ValidationError) -> str:

@@ -66,9 +66,10 @@ def assign_cohorts(plan: Plan, rollout: Rollout | None) -> Plan:
 
 
 def failed_sites(items: Iterable[Item], checks: dict[int, SiteCheck]) -> set[int]:
-    """Sites where an attempted item did not end updated, or whose health check failed."""
+    """Sites where an attempted item did not end updated, or whose health check failed (a site already down
+    before the updates is not the cohort's failure)."""
     failed = {item.site_id for item in items if item.outcome in FAILED_OUTCOMES}
-    return failed | {site_id for site_id, check in checks.items() if not check.healthy}
+    return failed | {site_id for site_id, check in checks.items() if not check.healthy and check.before_ok is not False}
 
 
 def judge_cohort(cohort: PlanCohort, failures: int) -> Cohort:

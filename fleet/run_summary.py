@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from fleet.breakage import judge_sites
 from fleet.plan import Plan
 from fleet.policy import Policy
-from fleet.reconcile import not_attempted
-from fleet.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary
+from fleet.reconcile import DRY_RUN_RULE, not_attempted
+from fleet.summary import Client, Cohort, Item, Job, NightHold, Outcome, Site, SiteAlarm, SiteCheck, Summary
 
 
 class MissingItems(RuntimeError):
@@ -25,6 +26,8 @@ def build_summary(
     errors: list[str],
     finished_at: datetime,
     dashboard: str | None = None,
+    holds: list[NightHold] | None = None,
+    mail_clients_when_broken: bool = False,
 ) -> Summary:
     items = not_attempted(plan) + attempted
     keys = {(item.site_id, item.type, item.slug) for item in items}
@@ -32,8 +35,14 @@ def build_summary(
     if missing:
         listed = ", ".join(f"site {i.site_id} {i.type} {i.slug}" for i in missing[:10])
         raise MissingItems(f"{len(missing)} detected item(s) have no outcome: {listed}")
-    items.sort(key=lambda item: (item.site_id, list(type(item.type)).index(item.type), item.slug))
+    # a dry run lists what it would apply before what it would not
+    items.sort(key=lambda item: (plan.dry_run and item.rule != DRY_RUN_RULE, item.site_id,
+                                 list(type(item.type)).index(item.type), item.slug))
     updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}
+    broken, already_down = judge_sites(items, [(site.id, site.url, site.name, site.client) for site in plan.sites],
+                                       checks, dashboard)
+    if not mail_clients_when_broken:
+        clients = hold_client_mail(clients, broken)
     sites = [
         Site(
             site_id=site.id,
@@ -53,6 +62,9 @@ def build_summary(
         dry_run=plan.dry_run,
         dashboard=dashboard,
         selection=plan.selection,
+        broken=broken,
+        already_down=already_down,
+        holds=holds or [],
         counts=Summary.count(items),
         items=items,
         sites=sites,
@@ -73,3 +85,16 @@ def clients_with_recipients(clients: list[Client], policy: Policy, site_clients:
         recipients = overrides.get(client.name.lower()) or ([client.email] if client.email else [])
         chosen.append(client.model_copy(update={"recipients": list(recipients)}))
     return chosen
+
+
+def hold_client_mail(clients: list[Client], broken: list[SiteAlarm]) -> list[Client]:
+    """A client whose site the night broke is not mailed automatically: the operator reviews the report first."""
+    names: dict[str, list[str]] = {}
+    for alarm in broken:
+        if alarm.client:
+            names.setdefault(alarm.client, []).append(alarm.site_name or alarm.site_url)
+    return [
+        client.model_copy(update={"held_for_review": f"the night broke {', '.join(names[client.name])}"})
+        if client.name in names else client
+        for client in clients
+    ]

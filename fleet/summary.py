@@ -69,6 +69,7 @@ class Item(Record):
     rule: str | None = Field(None, description="The policy rule or check that decided a not-attempted outcome.")
     until: date | None = Field(None, description="Hold expiry or the date a delayed item becomes eligible.")
     cohort: str | None = None
+    suspect: bool = Field(False, description="Applied to a site the night broke: a suspect of the breakage.")
 
 
 class SiteCheck(Record):
@@ -83,10 +84,22 @@ class SiteCheck(Record):
     probe_error: str | None = None
     open_incidents: int = 0
     error: str | None = None
+    before_ok: bool | None = Field(None, description="The home-page probe before the updates (None: not probed).")
+    before_error: str | None = None
 
     @property
     def healthy(self) -> bool:
         return self.error is None and self.online is not False and self.probe_ok is not False
+
+    @property
+    def problem(self) -> str:
+        """What the check saw, in one line."""
+        if self.error or self.probe_error:
+            return self.error or self.probe_error or ""
+        if self.online is False:
+            return f"the dashboard's check found the site offline (HTTP {self.http_code})" if self.http_code \
+                else "the dashboard's check found the site offline"
+        return ""
 
 
 class Site(Record):
@@ -101,6 +114,48 @@ class Site(Record):
     check: SiteCheck | None = None
 
 
+class Suspect(BaseModel):
+    """An update applied to a site the night broke."""
+
+    type: UpdateType
+    slug: str
+    name: str
+    from_version: str | None = None
+    to_version: str | None = None
+    outcome: Outcome = Outcome.updated
+
+
+class SiteAlarm(BaseModel):
+    """A site that fails its check after the night: broken by it (with the suspects), or already down before."""
+
+    site_id: int
+    site_url: str
+    site_name: str
+    client: str | None = None
+    saw: str = Field(description="What the check after the updates saw (or the probe before, when already down).")
+    dashboard_page: str | None = Field(None, description="The site's page on the dashboard.")
+    suspects: list[Suspect] = Field(default_factory=list)
+
+
+class NightHold(BaseModel):
+    """A version the night remembers as bad: held fleet-wide until a newer one or an operator's release."""
+
+    type: UpdateType
+    slug: str
+    name: str = ""
+    version: str
+    reason: str
+    site: str | None = Field(None, description="The site it broke or first failed on.")
+    since: date
+
+    @property
+    def item(self) -> str:
+        return f"{self.type.value}:{self.slug}"
+
+    def age_days(self, today: date) -> int:
+        return (today - self.since).days
+
+
 class Client(BaseModel):
     """A dashboard client, so that a per-client report can be addressed."""
 
@@ -109,6 +164,9 @@ class Client(BaseModel):
     name: str
     email: str | None = None
     recipients: list[str] = Field(default_factory=list, description="Report recipients (policy overrides e-mail).")
+    held_for_review: str | None = Field(
+        None, description="Why the automatic e-mail to this client is held for the operator's review."
+    )
 
 
 class Job(BaseModel):
@@ -141,6 +199,7 @@ class Delivery(BaseModel):
     accepted: bool
     answer: str
     eml_path: str | None = None
+    held: bool = Field(False, description="Held for the operator's review, not sent to the recipient.")
     at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was sent or written.")
 
 
@@ -171,6 +230,10 @@ class Summary(BaseModel):
     dry_run: bool = False
     dashboard: str | None = None
     selection: Selection = Field(default_factory=Selection)
+    # the alarms come before the items in summary.json, so that a reader of the head sees them early
+    broken: list[SiteAlarm] = Field(default_factory=list, description="Sites healthy before and failing after.")
+    already_down: list[SiteAlarm] = Field(default_factory=list, description="Sites failing before the updates.")
+    holds: list[NightHold] = Field(default_factory=list, description="Versions the nights hold, new ones included.")
     counts: Counts = Field(default_factory=Counts)
     items: list[Item] = Field(default_factory=list)
     sites: list[Site] = Field(default_factory=list)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
+from pydantic.json_schema import SkipJsonSchema
 
+from dashboard.block import DashboardConnection
 from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
-from fleet.summary import Selection, SiteCheck
+from fleet.summary import Selection, Site
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 
@@ -16,17 +18,18 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: str | None = None,
-) -> dict[int, SiteCheck]:
-    """Check the selected sites now; the unhealthy ones are shown in a table artifact.
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+) -> list[Site]:
+    """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
+    shown in a table artifact).
 
     Args:
         selection: Which sites (ids or domains), tags and clients; empty lists mean all.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
-        sites, _, _ = await select_fleet(client, selection)
+        sites, _ = await select_fleet(client, selection)
         usable = [site for site in sites if site.status is SiteStatus.online]
         parts = await run_in_chunks(
             lambda chunk, label: check_sites_task(client, quote(chunk), settings, label=label), usable, settings
@@ -43,4 +46,5 @@ async def check_fleet(
     ]
     if rows:
         await acreate_table_artifact(rows, key="fleet-check-problems", description="Sites that failed a check")
-    return checks
+    return [Site(site_id=site.id, site_url=site.url, site_name=site.name, client=site.client,
+                 status=site.status.value, check=checks.get(site.id)) for site in usable]

@@ -7,31 +7,40 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 from __future__ import annotations
 
 from prefect import flow
+from prefect_email import EmailServerCredentials
+from pydantic.json_schema import SkipJsonSchema
 
+from dashboard.block import DashboardConnection
+from fleet.breakage import SitesBrokenByRun, broken_message
 from fleet.summary import Selection
 from flows.update import maintain_fleet
+from tasks.alert import alert_operator
 
 
-@flow(name="nightly-maintenance", log_prints=False)
+@flow(name="nightly-maintenance", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])
 async def nightly_maintenance(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dry_run: bool = False,
-    policy_file: str | None = None,
-    report_dir: str | None = None,
-    dashboard: str | None = None,
+    policy_file: str = "",
+    report_dir: str = "",
+    # The block classes with None left out of the form's schema: the Prefect UI renders a picker of the saved
+    # blocks (a plain `| None` renders as a type toggle); none chosen means the FLEET_* environment.
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,
     send_report: bool = True,
-    email_block: str | None = None,
+    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
+
+    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
         dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
         policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
-        send_report: E-mail the reports to the operator and the clients (a dry run never sends).
-        email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
+        send_report: E-mail the reports to the operator and the clients (a dry run: to the operator only).
+        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                    report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
@@ -39,6 +48,9 @@ async def nightly_maintenance(
     from flows.report import mail_settings
     from tasks.report import report_run
 
-    send = send_report and not dry_run
-    await report_run(run_dir, send=send, settings=await mail_settings(email_block) if send else None)
+    # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
+    result = await report_run(run_dir, send=send_report,
+                              settings=mail_settings(email_block) if send_report else None)
+    if result.broken:  # Failed, so that Prefect's own automations and notifications fire
+        raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

@@ -5,22 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
+from prefect_email import EmailServerCredentials
+from pydantic.json_schema import SkipJsonSchema
 
 from reporting.run_report import ReportResult
 from reporting.settings import MailSettings
 from tasks.report import report_run
 
 
-async def mail_settings(email_block: str | None) -> MailSettings:
-    if not email_block:
-        return MailSettings()
-    from prefect_email import EmailServerCredentials
-
-    return MailSettings.from_credentials(await EmailServerCredentials.aload(email_block))
+def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
+    return MailSettings.from_credentials(email_block) if email_block is not None else MailSettings()
 
 
 @flow(name="report", log_prints=False)
-async def report(run_dir: str, send: bool = False, email_block: str | None = None) -> ReportResult:
+async def report(
+    run_dir: str,
+    send: bool = False,
+    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+) -> ReportResult:
     """Render the operator's and the clients' reports; with `send`, deliver them and record each recipient.
 
     Fails (naming every recipient not reached) when a delivery fails.
@@ -28,6 +30,6 @@ async def report(run_dir: str, send: bool = False, email_block: str | None = Non
     Args:
         run_dir: The run directory that holds summary.json.
         send: E-mail the reports (or write .eml files without SMTP settings).
-        email_block: Name of a saved prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
+        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
-    return await report_run(Path(run_dir), send=send, settings=await mail_settings(email_block) if send else None)
+    return await report_run(Path(run_dir), send=send, settings=mail_settings(email_block) if send else None)

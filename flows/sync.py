@@ -7,10 +7,12 @@ from typing import TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.utilities.annotations import quote
+from pydantic.json_schema import SkipJsonSchema
 
+from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.fan_out import chunked, fan_out
-from fleet.plan import SiteRecord, SiteStatus, select_sites, unmatched_selection
+from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from fleet.settings import PipelineSettings
 from fleet.summary import Client, Selection
 from tasks.detect import apply_sync_failures, load_fleet_task
@@ -20,23 +22,25 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-async def open_dashboard(block: str | None, settings: PipelineSettings) -> DashboardClient:
-    """The saved connection `block`, else the FLEET_* environment; never more than `settings.concurrency`
-    requests in flight, however many steps and chunks run at once."""
-    if block:
-        from dashboard.block import DashboardConnection
-
-        return DashboardClient.from_block(await DashboardConnection.load(block), max_connections=settings.concurrency)
+async def open_dashboard(block: DashboardConnection | None, settings: PipelineSettings) -> DashboardClient:
+    """The saved connection `block` (a flow parameter: the Prefect UI offers the saved blocks), else the FLEET_*
+    environment; never more than `settings.concurrency` requests in flight, however many steps and chunks run
+    at once."""
+    if block is not None:
+        return DashboardClient.from_block(block, max_connections=settings.concurrency)
     return DashboardClient.from_env(max_connections=settings.concurrency)
 
 
 async def select_fleet(
     client: DashboardClient, selection: Selection
-) -> tuple[list[SiteRecord], list[Client], list[str]]:
-    """The selected sites, the dashboard's clients, and run-level errors (names that match no site)."""
-    fleet, clients = await load_fleet_task(client)
-    errors = [f"selection: no site matches {entry!r}" for entry in unmatched_selection(fleet, selection)]
-    return select_sites(fleet, selection), clients, errors
+) -> tuple[list[SiteRecord], list[Client]]:
+    """The selected sites and the dashboard's clients; a selection value that matches no site raises
+    `NoSiteMatches` here, before any request that writes."""
+    # the first contact is not retried as a step: the client has retried the requests, and a dashboard that
+    # cannot be reached (or refuses the key) must be said at once, before anything was done
+    fleet, clients = await load_fleet_task.with_options(retries=0)(client)
+    check_selection(fleet, selection)
+    return select_sites(fleet, selection), clients
 
 
 async def run_in_chunks(
@@ -67,21 +71,19 @@ async def sync_selected(
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: str | None = None,
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
 ) -> dict[str, int]:
     """Sync the selected sites now; returns how many sites ended in each status.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
-        sites, _, errors = await select_fleet(client, selection)
+        sites, _ = await select_fleet(client, selection)
         synced = await sync_selected(client, sites, settings)
     logger = get_run_logger()
-    for error in errors:
-        logger.warning(error)
     for site in synced:
         if site.status is not SiteStatus.online:
             logger.warning("site %s (%s): %s", site.id, site.url, site.status_reason or site.status.value)

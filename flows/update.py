@@ -17,23 +17,26 @@ from uuid import uuid4
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
+from pydantic.json_schema import SkipJsonSchema
 
+from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
 from fleet.lanes import Lane, split_into_lanes
 from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
-from fleet.policy import Policy, load_policy
+from fleet.policy import Policy, check_recipients, load_policy
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
 from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
-from tasks.checks import check_sites_task, count_open_incidents_task
+from tasks.checks import check_sites_task, count_open_incidents_task, probe_before_updates_task
 from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
+from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -64,11 +67,11 @@ def run_identity(started: datetime) -> str:
     return f"{started:%Y%m%d-%H%M%S}-{suffix}"
 
 
-def pipeline_settings(report_dir: str | None) -> PipelineSettings:
+def pipeline_settings(report_dir: str) -> PipelineSettings:
     return PipelineSettings(**({"report_dir": Path(report_dir)} if report_dir else {}))
 
 
-def resolve_policy(policy_file: str | None, settings: PipelineSettings) -> Policy:
+def resolve_policy(policy_file: str, settings: PipelineSettings) -> Policy:
     path = Path(policy_file) if policy_file else settings.policy_file
     return load_policy(path) if path else Policy()
 
@@ -123,6 +126,7 @@ async def run_lane(
     then checks, re-sync, a fresh list and reconcile."""
     result = CohortResult()
     calls: list[CallResult] = []
+    before = await probe_before_updates_task(quote(lane.sites), settings, label=lane.label) if run_checks else {}
     for type_ in APPLY_ORDER:
         typed = lane.items_of(type_)
         if typed:
@@ -132,7 +136,8 @@ async def run_lane(
             calls += type_calls
             result.jobs += await wait_for_update_jobs(client, type_calls, settings)
     if run_checks:
-        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label)
+        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label,
+                                               before=quote(before))
     failures = await sync_sites_task(client, quote(lane.sites), settings, label=f"after-updates-{lane.label}")
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
@@ -169,9 +174,9 @@ async def maintain_fleet(
     *,
     selection: Selection,
     dry_run: bool,
-    policy_file: str | None,
-    report_dir: str | None,
-    dashboard: str | None,
+    policy_file: str,
+    report_dir: str,
+    dashboard: DashboardConnection | None,
     run_checks: bool,
 ) -> Path:
     """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
@@ -181,7 +186,9 @@ async def maintain_fleet(
     run_id = run_identity(started)
     run_dir = settings.report_dir / run_id
     async with await open_dashboard(dashboard, settings) as client:
-        sites, clients, errors = await select_fleet(client, selection)
+        sites, clients = await select_fleet(client, selection)
+        errors: list[str] = []
+        check_recipients(policy, [known.name for known in clients])
         # a sync is a write request: a dry run plans from the dashboard's last sync
         (sites, pending), ignored = await asyncio.gather(
             survey_fleet(client, sites, settings, sync=not dry_run),
@@ -224,7 +231,9 @@ async def maintain_fleet(
         errors=errors,
         finished_at=datetime.now(UTC),
         dashboard=client.settings.base_url,
+        mail_clients_when_broken=policy.mail_clients_when_broken,
     )
+    summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
     await write_summary_task(quote(summary), run_dir)
     return run_dir
 
@@ -233,9 +242,9 @@ async def maintain_fleet(
 async def update_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dry_run: bool = False,
-    policy_file: str | None = None,
-    report_dir: str | None = None,
-    dashboard: str | None = None,
+    policy_file: str = "",
+    report_dir: str = "",
+    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 
@@ -244,7 +253,7 @@ async def update_fleet(
         dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
         policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: Name of a saved Dashboard Connection block; empty means the FLEET_* environment.
+        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
                                    report_dir=report_dir, dashboard=dashboard, run_checks=False)

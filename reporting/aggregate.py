@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import date
 
 import numpy as np
 import pandas as pd
 
-from fleet.summary import Outcome, Summary, UpdateType
+from fleet.reconcile import DRY_RUN_RULE
+from fleet.summary import NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
@@ -16,9 +18,11 @@ from reporting.model import (
     OUTCOME_ORDER,
     SITE_STATUS_TITLES,
     TYPE_TITLES,
+    Alarm,
     BreakdownRow,
     Checks,
     Headline,
+    HoldRow,
     NotDoneGroup,
     NotDoneRow,
     PluginFailure,
@@ -32,10 +36,11 @@ from reporting.rows import ItemRow, PastRun, SiteRow, TrendItem
 
 ITEM_COLUMNS = [
     "site_id", "site_name", "site_url", "client", "type", "slug", "name",
-    "from_version", "to_version", "outcome", "reason", "rule", "until",
+    "from_version", "to_version", "outcome", "reason", "rule", "until", "suspect",
 ]  # fmt: skip
 TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
+MAX_ALARMS = 20  # broken sites shown in full at the top; the headline counts them all
 RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
 _SPACE = re.compile(r"\s+")
 
@@ -156,7 +161,8 @@ def updated_sites(frame: pd.DataFrame, limit: int) -> tuple[list[UpdatedSite], i
     sites: list[UpdatedSite] = []
     for (_, site_name, site_url), rows in shown.groupby(["site_id", "site_name", "site_url"], sort=False):
         items = [
-            UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version))
+            UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version),
+                        bool(row.suspect))
             for row in rows.itertuples()
         ]
         sites.append(UpdatedSite(clean(site_name, 120), clean(site_url, 200), items))
@@ -228,6 +234,24 @@ def site_checks(sites: list[SiteRow], limit: int) -> Checks:
     )
 
 
+def alarms(found: list[SiteAlarm], client: str | None) -> list[Alarm]:
+    """The alarms of the whole fleet, or of one client's sites (without the operator's dashboard link)."""
+    return [
+        Alarm(clean(alarm.site_name, 120), clean(alarm.site_url, 200), clean(alarm.saw, 300),
+              clean(alarm.dashboard_page, 300) if client is None and alarm.dashboard_page else None,
+              [UpdatedItem(s.type, clean(s.name or s.slug, 120), _version(s.from_version), _version(s.to_version),
+                           True) for s in alarm.suspects])
+        for alarm in found
+        if client is None or alarm.client == client
+    ]
+
+
+def hold_rows(holds: list[NightHold], today: date) -> list[HoldRow]:
+    return [HoldRow(clean(f"{hold.item}@{hold.version}", 200), clean(hold.name or hold.slug, 120), hold.type,
+                    clean(hold.version, 40), clean(hold.reason, 300), hold.since, max(0, hold.age_days(today)))
+            for hold in holds]
+
+
 def trend_rows(history: list[tuple[RunStamp, pd.DataFrame]]) -> list[TrendRow]:
     return [
         TrendRow(clean(summary.run_id, 60), as_utc(summary.started_at).date(), outcome_counts(frame))
@@ -266,7 +290,14 @@ def build_report(
             for c in summary.cohorts
             if c.status != "completed"
         ]
-    updated, updated_more = updated_sites(items, max_rows)
+    would = items["rule"] == DRY_RUN_RULE
+    if summary.dry_run and would.any():  # what it would apply is listed like the updates, before the rest
+        updated, updated_more = updated_sites(items[would].assign(outcome=Outcome.updated), max_rows)
+        not_done_rows = items[~would]
+    else:
+        updated, updated_more = updated_sites(items, max_rows)
+        not_done_rows = items
+    broken = alarms(summary.broken, client)
     return ReportData(
         client=clean(client, 120) if client is not None else None,
         run_id=clean(summary.run_id, 60),
@@ -282,10 +313,15 @@ def build_report(
             checked=checks.checked,
             healthy=checks.healthy,
             open_incidents=checks.open_incidents,
+            broken=len(broken),
+            unusable=sum(1 for site in sites if site.status != "online"),
+            would_apply=int(would.sum()) if summary.dry_run else 0,
+            would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
+            dry_run=summary.dry_run,
         ),
         updated=updated,
         updated_more=updated_more,
-        not_done=not_done(items, max(10, max_rows // 4), with_rules=client is None),
+        not_done=not_done(not_done_rows, max(10, max_rows // 4), with_rules=client is None),
         plugin_failures=plugin_failures(items, 15),
         checks=checks,
         by_type=by_type(items),
@@ -293,4 +329,8 @@ def build_report(
         trends=trend_rows(window) if len(window) > 1 else [],
         plugin_trend=plugin_trend(window, 10) if len(window) > 1 else [],
         problems=problems,
+        broken=broken[:MAX_ALARMS],
+        broken_more=max(0, len(broken) - MAX_ALARMS),
+        already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
+        night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
     )

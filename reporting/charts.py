@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fleet.summary import Outcome
-from reporting.model import OUTCOME_COLORS, OUTCOME_ORDER, OUTCOME_TITLES, PluginFailure, TrendRow
+from reporting.model import OUTCOME_COLORS, OUTCOME_ORDER, OUTCOME_TITLES, BreakdownRow, PluginFailure, TrendRow
 
 WIDTH_IN, DPI = 6.4, 150  # 960 px wide: sharp on phones when shown at 640 px
 TEXT, GRID = "#3e4c59", "#e4e7eb"
@@ -98,7 +98,8 @@ def failure_rate_per_plugin(failures: list[PluginFailure]) -> bytes:
     ordered = list(reversed(failures))
     labels = [_label(f.name) for f in ordered]
     label_width = 0.25 + 0.078 * max(len(label) for label in labels)  # inches at 10 pt
-    figure, axes = _figure(0.55 + 0.38 * len(failures), left=min(label_width, 3.0), bottom=0.4)
+    # the right margin holds the last tick label ("100%") and the "N of M" beside a full bar
+    figure, axes = _figure(0.55 + 0.38 * len(failures), left=min(label_width, 3.0), bottom=0.4, right=0.95)
     axes.grid(axis="x", color=GRID, linewidth=0.8)
     rates = [100 * f.rate for f in ordered]
     axes.barh(range(len(ordered)), rates, height=0.6, color=OUTCOME_COLORS[Outcome.failed])
@@ -108,4 +109,26 @@ def failure_rate_per_plugin(failures: list[PluginFailure]) -> bytes:
     for y, failure in enumerate(ordered):
         axes.text(100 * failure.rate, y, f"  {failure.failed} of {failure.attempted}",
                   va="center", fontsize=9.5, color=TEXT)
+    return _png(figure)
+
+
+@_freed_at_once
+def outcomes_by_type(rows: list[BreakdownRow]) -> bytes:
+    """Stacked horizontal bars: this night's outcomes per update type (the first night has no trend yet)."""
+    shown = [row for row in reversed(rows) if row.total]
+    figure, axes = _figure(0.95 + 0.42 * len(shown), left=1.35, bottom=0.75, right=0.3)
+    axes.grid(axis="x", color=GRID, linewidth=0.8)
+    lefts = [0] * len(shown)
+    for outcome in OUTCOME_ORDER:
+        values = [row.by_outcome[outcome] for row in shown]
+        if not any(values):
+            continue
+        axes.barh(range(len(shown)), values, left=lefts, height=0.6, color=OUTCOME_COLORS[outcome],
+                  label=OUTCOME_TITLES[outcome])
+        lefts = [left + value for left, value in zip(lefts, values, strict=True)]
+    axes.set_yticks(range(len(shown)), [row.label for row in shown])
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    if any(lefts):
+        figure.legend(loc="lower center", ncol=5, frameon=False, fontsize=9.5, labelcolor=TEXT, handlelength=1,
+                      columnspacing=1.2, borderaxespad=0.2)
     return _png(figure)

@@ -85,6 +85,37 @@ class Headline:
     checked: int
     healthy: int
     open_incidents: int
+    broken: int = 0  # sites the night broke
+    unusable: int = 0  # sites that could not be worked on (offline, suspended, disconnected, too old)
+    would_apply: int = 0  # a dry run: the updates it would apply
+    would_sites: int = 0  # ... on this many sites
+    dry_run: bool = False
+
+    @property
+    def done(self) -> int:
+        """What the night applied, or in a dry run what it would apply."""
+        return self.would_apply if self.dry_run else self.updated
+
+    @property
+    def health(self) -> str:
+        """The checks in one sentence, never "all healthy" without the sites that could not even be checked."""
+        parts = []
+        if self.checked:
+            sick = self.checked - self.healthy
+            parts.append(f"All {self.checked} checked sites are healthy" if not sick else
+                         f"{sick} of {self.checked} checked sites {'needs' if sick == 1 else 'need'} attention")
+        if self.unusable:
+            parts.append(f"{self.unusable} {'site' if self.unusable == 1 else 'sites'} could not be worked on "
+                         "(offline, suspended, disconnected or too old)")
+        return "; ".join(parts) + "." if parts else ""
+
+    @property
+    def healthy_everywhere(self) -> bool:
+        return self.healthy == self.checked and not self.unusable
+
+    @property
+    def done_title(self) -> str:
+        return "Would update" if self.dry_run else "Updated"
 
     @property
     def updated(self) -> int:
@@ -96,11 +127,24 @@ class Headline:
 
     @property
     def not_updated(self) -> int:
-        """Everything neither updated nor failed."""
-        return self.items - self.updated - self.failed
+        """Everything neither updated (or in a dry run, to be updated) nor failed."""
+        return self.items - self.done - self.failed
+
+    @property
+    def alarm(self) -> str:
+        """The first thing to read when the night broke sites (empty otherwise)."""
+        if not self.broken:
+            return ""
+        return f"The night broke {self.broken} {'site' if self.broken == 1 else 'sites'}: see the suspects below."
 
     @property
     def sentence(self) -> str:
+        if self.would_apply:
+            site_word = "site" if self.would_sites == 1 else "sites"
+            rest = self.items - self.would_apply
+            verb = "update would be applied" if self.would_apply == 1 else "updates would be applied"
+            return (f"{self.would_apply} {verb} on {self.would_sites} {site_word}"
+                    + (f"; {rest} would not (see why below)." if rest else "."))
         if self.items == 0:
             return f"All {self.sites} sites were up to date: there was nothing to update."
         if self.updated == 0:
@@ -126,6 +170,7 @@ class UpdatedItem:
     name: str
     from_version: str
     to_version: str
+    suspect: bool = False  # applied to a site the night broke
 
     @property
     def change(self) -> str:
@@ -236,6 +281,34 @@ class TrendRow(OutcomeTotals):
 
 
 @dataclass
+class Alarm:
+    """A site the night broke (with its suspects), or one that was already down before it."""
+
+    site_name: str
+    site_url: str
+    saw: str
+    dashboard_page: str | None
+    suspects: list[UpdatedItem]
+
+
+@dataclass
+class HoldRow:
+    """A version the nights hold fleet-wide."""
+
+    item: str  # what `fleet holds release` takes
+    name: str
+    type: UpdateType
+    version: str
+    reason: str
+    since: date
+    age_days: int
+
+    @property
+    def age(self) -> str:
+        return "today" if self.age_days == 0 else f"{self.age_days} day{'' if self.age_days == 1 else 's'}"
+
+
+@dataclass
 class Chart:
     cid: str
     title: str
@@ -264,6 +337,10 @@ class ReportData:
     plugin_trend: list[PluginFailure]
     problems: list[str] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
+    broken: list[Alarm] = field(default_factory=list)
+    broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
+    already_down: list[Alarm] = field(default_factory=list)
+    night_holds: list[HoldRow] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -281,8 +358,10 @@ class ReportData:
     def subject(self) -> str:
         day = self.started_at.strftime("%d %b %Y")
         who = f"{self.client}: " if self.client is not None else "Fleet "
-        numbers = f"{self.headline.updated} updated"
+        numbers = f"{self.headline.would_apply} would update" if self.dry_run else f"{self.headline.updated} updated"
         if self.headline.failed:
             numbers += f", {self.headline.failed} failed"
         dry = " (dry run)" if self.dry_run else ""
-        return f"{who}maintenance report {day}{dry}: {numbers}"
+        alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
+            if self.headline.broken else ""
+        return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"

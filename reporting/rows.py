@@ -44,6 +44,7 @@ class ItemRow:
     reason: str | None = None
     rule: str | None = None
     until: date | None = None
+    suspect: bool = False
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.summary import SUMMARY_FILE, Delivery
+from fleet.summary import SUMMARY_FILE, Delivery, SiteAlarm
 from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
@@ -35,6 +35,7 @@ from reporting.settings import MailSettings
 log = logging.getLogger(__name__)
 
 OPERATOR = "operator"
+BY_TYPE_CHART = "outcomes-by-type"
 REPORT_DIR = "report"
 FORMATS = (".html", ".txt", ".md")
 DELIVERIES = TypeAdapter(list[Delivery])
@@ -46,6 +47,15 @@ class ReportDeliveryError(RuntimeError):
     """At least one report did not reach a recipient; the message names which and why."""
 
 
+class ClientChoiceError(ValueError):
+    """`--client` names no client report of the run, or the run is a dry run (never sent to clients)."""
+
+
+def report_recipients(rendered: RenderedRun, report: RenderedReport) -> list[str]:
+    """The client's own addresses, as rendered (before a hold readdressed the report)."""
+    return next((r.recipients for r in rendered.reports if r.name == report.name), [])
+
+
 class ReportResult(BaseModel):
     """What a report run produced: the files written, the deliveries made, and what went wrong."""
 
@@ -55,6 +65,7 @@ class ReportResult(BaseModel):
     files: list[Path] = Field(default_factory=list)
     deliveries: list[Delivery] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
+    broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
 
     @property
     def ok(self) -> bool:
@@ -69,6 +80,7 @@ class ReportResult(BaseModel):
             files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
             deliveries=deliveries,
             problems=delivery_problems(deliveries),
+            broken=rendered.broken,
         )
 
     def raise_for_problems(self) -> None:
@@ -85,6 +97,7 @@ class RenderedReport:
     recipients: list[str]
     file_stem: str
     charts: tuple[str, ...]  # Content-IDs; each chart is the file `<file_stem>-<cid>.png`
+    held: str | None = None  # why the automatic e-mail to this client waits for the operator's review
 
     def file(self, report_dir: Path, suffix: str) -> Path:
         return report_dir / f"{self.file_stem}{suffix}"
@@ -98,6 +111,7 @@ class RenderedRun:
     run_id: str
     dry_run: bool
     reports: list[RenderedReport]
+    broken: list[SiteAlarm] = field(default_factory=list)
 
     @property
     def operator(self) -> RenderedReport:
@@ -174,8 +188,10 @@ class RunWindow:
 
 
 def _charts(data: ReportData) -> list[Chart]:
-    if not data.trends:
-        return []
+    if not data.trends:  # the first night: no trend yet, so this night's outcomes by type
+        if not any(row.total for row in data.by_type):
+            return []
+        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type))]
     drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends))]
     if data.plugin_trend:
         drawn.append(
@@ -184,7 +200,9 @@ def _charts(data: ReportData) -> list[Chart]:
     return drawn
 
 
-def _write_report(out: Path, client: str | None, recipients: list[str], data: ReportData) -> RenderedReport:
+def _write_report(
+    out: Path, client: str | None, recipients: list[str], data: ReportData, held: str | None = None
+) -> RenderedReport:
     """Draw the charts and write every file of one report; only its name and file names are kept."""
     data.charts = _charts(data)
     report = RenderedReport(
@@ -193,6 +211,7 @@ def _write_report(out: Path, client: str | None, recipients: list[str], data: Re
         recipients=recipients,
         file_stem=file_stem(client),
         charts=tuple(chart.cid for chart in data.charts),
+        held=held,
     )
     for chart in data.charts:
         report.file(out, chart_suffix(chart.cid)).write_bytes(chart.png)
@@ -212,10 +231,12 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
     run = RunWindow(run_dir, trend_runs)
     out = run_dir / REPORT_DIR
     out.mkdir(exist_ok=True)
+    held = {client.name: client.held_for_review for client in run.summary.clients if client.held_for_review}
     reports = [
-        _write_report(out, client, recipients, run.report(client, max_rows)) for client, recipients in run.audiences
+        _write_report(out, client, recipients, run.report(client, max_rows), held.get(client or ""))
+        for client, recipients in run.audiences
     ]
-    return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports)
+    return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken)
 
 
 def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:
@@ -236,19 +257,39 @@ def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[st
     return Outgoing(report.name, recipients, message, report.file_stem)
 
 
-def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Delivery]:
+def held_for_review(rendered: RenderedRun, report: RenderedReport, settings: MailSettings) -> RenderedReport:
+    """A client's report held back: addressed to the operator instead, its subject marked for review."""
+    command = f"fleet report {rendered.run_dir} --send --client {report.name!r}"
+    return RenderedReport(name=report.name, subject=f"[held for review] {report.subject}",
+                          recipients=settings.report_to, file_stem=report.file_stem, charts=report.charts,
+                          held=f"held for review ({report.held}); send it to the client with: {command}")
+
+
+def deliver_reports(
+    rendered: RenderedRun, settings: MailSettings, *, clients: list[str] | None = None
+) -> list[Delivery]:
     """Send every report over SMTP (or write `.eml` files without SMTP settings) and record it in summary.json.
 
     Each message is built from the files when its turn comes and let go once sent. A client without a valid
     address gets a `.eml` file to forward by hand instead of a message. Clients are not mailed about dry runs:
-    those reports stay in RUN_DIR/report/ for the operator.
+    those reports stay in RUN_DIR/report/ for the operator. A client whose site the night broke is held for
+    review: its report goes to the operator, marked so. `clients` sends only those clients' reports, held
+    or not (the operator's release).
     """
     deliveries: list[Delivery] = []
     attempts = settings.smtp_attempts  # down to one try per message once the server proved unreachable
     for report in rendered.reports:
-        if rendered.dry_run and report.name != OPERATOR:
+        if clients is not None:
+            if report.name not in clients:
+                continue
+            report = replace(report, held=None)
+        elif rendered.dry_run and report.name != OPERATOR:
             continue
-        wanted = settings.report_to if report.name == OPERATOR else report.recipients
+        if report.held:
+            report = held_for_review(rendered, report, settings)
+            deliveries.append(Delivery(report=report.name, accepted=False, held=True, answer=report.held,
+                                       recipient=clean(", ".join(report_recipients(rendered, report)), 200)))
+        wanted = settings.report_to if report.name == OPERATOR or report.held else report.recipients
         recipients = [r for r in wanted if _ADDRESS.match(r)]
         deliveries += [
             Delivery(report=report.name, recipient=clean(r, 200), accepted=False, answer="not sent: invalid address")
@@ -262,7 +303,7 @@ def deliver_reports(rendered: RenderedRun, settings: MailSettings) -> list[Deliv
             sent = send(settings, outgoing, attempts=attempts)
             deliveries += sent.deliveries
             attempts = 1 if sent.unreachable else settings.smtp_attempts
-        elif report.name == OPERATOR:
+        elif report.name == OPERATOR or report.held:
             deliveries.append(
                 Delivery(report=OPERATOR, recipient="", accepted=False, answer="not sent: FLEET_REPORT_TO is empty")
             )
@@ -305,20 +346,27 @@ def delivery_problems(deliveries: list[Delivery]) -> list[str]:
     return [
         f"{d.report} report to {d.recipient or '(nobody)'} not delivered: {d.answer}"
         for d in deliveries
-        if not d.accepted and d.eml_path is None
+        if not d.accepted and d.eml_path is None and not d.held
     ]
 
 
 def render_run(
-    run_dir: Path, *, send: bool, settings: MailSettings | None = None, trend_runs: int = 14
+    run_dir: Path, *, send: bool, settings: MailSettings | None = None, trend_runs: int = 14,
+    clients: list[str] | None = None,
 ) -> ReportResult:
     """Render (and with `send`, deliver) the reports of one run; the single entry point for flows and the CLI.
 
-    Delivery failures are returned in `problems` (and recorded in summary.json); call
-    `result.raise_for_problems()` to fail the caller.
+    With `clients`, only those clients' reports are sent (held for review or not). Delivery failures are
+    returned in `problems` (and recorded in summary.json); call `result.raise_for_problems()` to fail the caller.
     """
     rendered = render_reports(Path(run_dir), trend_runs=trend_runs)
-    deliveries = deliver_reports(rendered, settings or MailSettings()) if send else []
+    if clients is not None:
+        if rendered.dry_run:
+            raise ClientChoiceError(f"run {rendered.run_id} is a dry run: its reports are never sent to clients")
+        unknown = [name for name in clients if name not in {report.name for report in rendered.reports[1:]}]
+        if unknown:
+            raise ClientChoiceError(f"run {rendered.run_id} has no report for client {', '.join(map(repr, unknown))}")
+    deliveries = deliver_reports(rendered, settings or MailSettings(), clients=clients) if send else []
     result = ReportResult.of(rendered, deliveries)
     for problem in result.problems:
         log.error("%s", problem)

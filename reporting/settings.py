@@ -39,8 +39,12 @@ class MailSettings(BaseSettings):
     smtp_retry_wait: float = Field(2.0, ge=0, description="First backoff in seconds; doubles each try.")
     mail_from: str = "fleet-maintenance@localhost"
     report_to: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Operator addresses.")
+    alert_blocks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Prefect notification blocks that also get a failed night's alert, "
+        "as `block-type-slug/name` (e.g. `slack-webhook/ops`, `custom-webhook/pager`), comma-separated."
+    )
 
-    @field_validator("report_to", mode="before")
+    @field_validator("report_to", "alert_blocks", mode="before")
     @classmethod
     def _split_addresses(cls, value: object) -> object:
         if isinstance(value, str):

@@ -13,7 +13,7 @@ from fleet.execution import split_evenly
 from fleet.fan_out import fan_out
 from fleet.plan import SiteRecord
 from fleet.settings import PipelineSettings
-from fleet.site_probe import probe_home_page, probe_url
+from fleet.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.summary import SiteCheck
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
@@ -85,13 +85,37 @@ async def open_incidents(
     return {site_id: number for site_id, number in counted if number}
 
 
+async def probe_sites(
+    sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
+) -> list[ProbeResult | None]:
+    """The home-page probe of each site (None for every site when probing is turned off)."""
+    if not settings.probe_sites:
+        return [None] * len(sites)
+    async with httpx.AsyncClient(transport=transport, verify=settings.verify_tls,
+                                 timeout=settings.probe_timeout_seconds,
+                                 headers={"User-Agent": "fleet-maintenance probe"}) as http:
+        urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
+        return await fan_out(urls, lambda url: probe_home_page(http, url), settings.probe_concurrency)
+
+
+async def probe_before_updates(
+    sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
+) -> dict[int, ProbeResult]:
+    """Each site's home page before the night touches it: a site failing after is broken by the night only if
+    it passed here."""
+    probes = await probe_sites(sites, settings, transport)
+    return {site.id: probe for site, probe in zip(sites, probes, strict=True) if probe is not None}
+
+
 async def check_sites(
     client: DashboardClient,
     sites: list[SiteRecord],
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
+    before: dict[int, ProbeResult] | None = None,
 ) -> dict[int, SiteCheck]:
-    """One `SiteCheck` per site (the dashboard's check and the probe): a failing part is recorded, never raised.
+    """One `SiteCheck` per site (the dashboard's check, the probe, and the probe `before` the updates if given):
+    a failing part is recorded, never raised.
 
     Open incidents are counted once for all checked sites (`count_open_incidents`): the monitor list is fleet-wide.
     """
@@ -99,25 +123,20 @@ async def check_sites(
         checks = await dashboard_checks(client, sites, settings)
     except DashboardError as error:
         checks = {site.id: SiteCheck(error=f"check-sites failed: {error}") for site in sites}
-    if settings.probe_sites:
-        async with httpx.AsyncClient(transport=probe_transport, verify=settings.verify_tls,
-                                     timeout=settings.probe_timeout_seconds,
-                                     headers={"User-Agent": "fleet-maintenance probe"}) as http:
-            urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
-            probes = await fan_out(urls, lambda url: probe_home_page(http, url),
-                                   settings.probe_concurrency)
-    else:
-        probes = [None] * len(sites)
+    probes = await probe_sites(sites, settings, probe_transport)
+    before = before or {}
     results = {}
     for site, probe in zip(sites, probes, strict=True):
         check = checks.get(site.id, SiteCheck())
         if probe is not None:
             check = check.model_copy(update={
-                "http_code": check.http_code if check.http_code is not None else probe.http_code,
+                "http_code": check.http_code or probe.http_code,  # 0: the dashboard's check got no answer
                 "response_ms": check.response_ms if check.response_ms is not None else probe.response_ms,
                 "probe_ok": probe.ok,
                 "probe_error": probe.error,
             })
+        if site.id in before:
+            check = check.model_copy(update={"before_ok": before[site.id].ok, "before_error": before[site.id].error})
         results[site.id] = check
     return results
 
@@ -144,8 +163,16 @@ async def check_sites_task(
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
     label: str = "chunk",
+    before: dict[int, ProbeResult] | None = None,
 ) -> dict[int, SiteCheck]:
-    return await check_sites(client, sites, settings, probe_transport)
+    return await check_sites(client, sites, settings, probe_transport, before)
+
+
+@task(name="probe-before-updates", task_run_name="probe-before-{label}", **STEP_OPTIONS)
+async def probe_before_updates_task(
+    sites: list[SiteRecord], settings: PipelineSettings, label: str = "chunk"
+) -> dict[int, ProbeResult]:
+    return await probe_before_updates(sites, settings)
 
 
 @task(name="count-open-incidents", **STEP_OPTIONS)

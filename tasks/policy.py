@@ -1,4 +1,5 @@
-"""Step 4: decide every detected and ignored item against the policy (with first-seen dates for minimum age)."""
+"""Step 4: decide every detected and ignored item against the policy (with first-seen dates for minimum age),
+and hold the versions earlier nights remembered as bad."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import datetime
 from prefect import task
 
 from fleet.first_seen import FirstSeenStore
+from fleet.holds import HoldStore, hold_remembered
 from fleet.plan import IgnoredUpdate, PendingUpdate, Plan, SiteRecord, build_plan
 from fleet.policy import Policy
 from fleet.settings import PipelineSettings
@@ -29,10 +31,16 @@ def apply_policy(
     first_seen = FirstSeenStore(settings.state_path).record(
         (update.release for update in pending), created_at.date()
     )
-    return build_plan(
+    plan = build_plan(
         run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored, policy=policy,
         first_seen=first_seen, selection=selection, dry_run=dry_run,
     )
+    store = HoldStore(settings.state_path)
+    plan.items, superseded = hold_remembered(plan.items, store.active())
+    if not dry_run:
+        for hold in superseded:
+            store.release(f"{hold.item}@{hold.version}", f"superseded by a newer version on {created_at.date()}")
+    return plan
 
 
 @task(name="apply-policy", **STEP_OPTIONS)

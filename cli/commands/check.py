@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.commands.selection import Clients, Sites, Tags, selection
+from cli.commands.selection import Clients, Sites, Tags, run_flow, selection
 
 app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open incidents.",
                   invoke_without_command=True, no_args_is_help=False)
@@ -16,20 +14,23 @@ app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, 
 
 @app.callback()
 def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> None:
-    """Run the check flow against FLEET_BASE_URL and print one line per site; exit 1 if any is unhealthy."""
-    from dashboard.errors import DashboardError
+    """Run the check flow against FLEET_BASE_URL and print one line per site and a summary line; exit 1 if any
+    site is unhealthy (the other exit codes: cli/errors.py)."""
+    from fleet.summary import SiteCheck
     from flows.check import check_fleet
 
-    try:
-        checks = asyncio.run(check_fleet(selection=selection(sites, tags, clients)))
-    except DashboardError as error:
-        typer.secho(f"check failed: {error}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1) from None
-    table = Table("site", "healthy", "HTTP", "ms", "incidents", "problem")
-    for site_id, result in sorted(checks.items()):
-        problem = result.error or result.probe_error or ""
-        table.add_row(str(site_id), "yes" if result.healthy else "NO", str(result.http_code or ""),
-                      str(result.response_ms or ""), str(result.open_incidents), problem)
+    chosen = selection(sites, tags, clients)
+    checked = run_flow("check", lambda: check_fleet(selection=chosen))
+    table = Table("id", "site", "healthy", "HTTP", "ms", "incidents", "problem")
+    for site in sorted(checked, key=lambda site: (site.site_name.casefold(), site.site_id)):
+        result = site.check or SiteCheck()
+        table.add_row(str(site.site_id), f"{site.site_name}\n{site.site_url}", "yes" if result.healthy else "NO",
+                      str(result.http_code or ""), str(result.response_ms or ""), str(result.open_incidents),
+                      result.problem)
     Console().print(table)
-    if not all(result.healthy for result in checks.values()):
+    unhealthy = [site for site in checked if not (site.check or SiteCheck()).healthy]
+    incidents = sum((site.check or SiteCheck()).open_incidents for site in checked)
+    typer.echo(f"{len(checked)} site(s) checked: {len(checked) - len(unhealthy)} healthy, {len(unhealthy)} "
+               f"need attention, {incidents} open incident(s)")
+    if unhealthy:
         raise typer.Exit(1)

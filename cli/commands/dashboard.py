@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from enum import IntEnum
 from typing import Any
 
 import typer
@@ -20,45 +19,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cli.errors import exit_code_for
 from dashboard import DashboardClient
-from dashboard.errors import (
-    AuthenticationError,
-    ConfigurationError,
-    DashboardError,
-    InvalidInput,
-    JobError,
-    JobNotFound,
-    OutcomeUnknown,
-    PermissionDenied,
-    TransportError,
-)
+from dashboard.errors import DashboardError
 from dashboard.models import JobStatus, UpdateType
 
 app = typer.Typer(help="Look at a dashboard (connection from FLEET_* environment variables or .env).",
                   no_args_is_help=True)
-
-
-class ExitCode(IntEnum):
-    OK = 0
-    CONFIGURATION = 2
-    AUTHENTICATION = 3
-    UNREACHABLE = 4
-    API_ERROR = 5
-    JOB_NOT_FINISHED = 6
-
-
-def exit_code_for(error: DashboardError) -> ExitCode:
-    if isinstance(error, ConfigurationError):
-        return ExitCode.CONFIGURATION
-    if isinstance(error, AuthenticationError | PermissionDenied):
-        return ExitCode.AUTHENTICATION
-    if isinstance(error, TransportError | OutcomeUnknown):
-        return ExitCode.UNREACHABLE
-    if isinstance(error, JobError) and not isinstance(error, JobNotFound):
-        return ExitCode.JOB_NOT_FINISHED
-    if isinstance(error, InvalidInput) and error.code == "client_validation":
-        return ExitCode.CONFIGURATION
-    return ExitCode.API_ERROR
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON instead of a table.")

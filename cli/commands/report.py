@@ -20,28 +20,38 @@ def report(
     email_block: Annotated[str | None, typer.Option("--email-block", help="Take the SMTP server from this "
                                                     "prefect-email EmailServerCredentials block.")] = None,
     trend_runs: Annotated[int, typer.Option("--trend-runs", min=1, help="Runs shown in the trends.")] = 14,
+    client: Annotated[list[str] | None, typer.Option(
+        "--client", help="With --send: send only this client's report (repeatable), also one held for review "
+        "because the night broke its site.")] = None,
 ) -> None:
     """Render the operator's and every client's report under RUN_DIR/report/; with --send, deliver them."""
     from pydantic import ValidationError
 
     from fleet.summary import SUMMARY_FILE
     from reporting.rows import SummaryError
-    from reporting.run_report import render_run
+    from reporting.run_report import ClientChoiceError, render_run
     from reporting.settings import MailSettings
 
     if not (run_dir / SUMMARY_FILE).is_file():
         raise typer.BadParameter(f"no {SUMMARY_FILE} in {run_dir}", param_hint="RUN_DIR")
+    if client and not send:
+        raise typer.BadParameter("--client chooses whom --send mails: give --send too", param_hint="--client")
     try:
         settings = (MailSettings.from_block(email_block) if email_block else MailSettings()) if send else None
-        result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs)
+        result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs, clients=client or None)
     except (ValidationError, SummaryError) as error:
         typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    except ClientChoiceError as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     for path in result.files:
         typer.echo(f"wrote {path}")
     for delivery in result.deliveries:
         if delivery.accepted:
             typer.echo(f"sent {delivery.report} report to {delivery.recipient}: {delivery.answer}")
+        elif delivery.held:
+            typer.secho(f"{delivery.report} report {delivery.answer}", fg=typer.colors.YELLOW)
     for problem in result.problems:
         typer.secho(problem, fg=typer.colors.RED, err=True)
     if not result.ok:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from fleet.summary import Selection, Summary, UpdateType
+
+T = TypeVar("T")
 
 Sites = Annotated[list[str] | None, typer.Option("--sites", help="Site ids or domains (repeat or comma-separate).")]
 Tags = Annotated[list[str] | None, typer.Option("--tags", help="Only sites with one of these tags.")]
@@ -54,27 +56,41 @@ def print_summary(path: str) -> None:
     typer.echo(f"summary: {path}")
 
 
+def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
+    """Run a flow from the command line: an expected failure prints one line (no traceback) and exits with its
+    documented code (cli/errors.py); the night that broke sites still prints where its summary went."""
+    from cli.errors import expected_failure, quiet_expected_tracebacks
+    from fleet.breakage import SitesBrokenByRun
+
+    quiet_expected_tracebacks()
+    try:
+        return asyncio.run(call())
+    except Exception as error:
+        found = expected_failure(error)
+        if found is None:
+            raise
+        code, line = found
+        if isinstance(error, SitesBrokenByRun):
+            print_summary(error.summary_path)
+        typer.secho(f"{label} failed: {line}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code) from None
+
+
 def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str) -> typer.Typer:
     """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
-    went; exit 1 on a dashboard error, 2 on bad options or a bad policy file."""
+    went; exits with the codes of cli/errors.py (2 for bad options, a bad policy file or a selection that
+    matches no site, 4 for an unreachable dashboard, 7 for a night that broke sites)."""
     app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
     @app.callback()
     def run(dry_run: DryRun = False, policy: PolicyPath = None, sites: Sites = None, tags: Tags = None,
             clients: Clients = None, types: Types = None, report_dir: ReportDir = None) -> None:
-        from dashboard.errors import DashboardError
-        from fleet.policy import PolicyError
-
         chosen = selection(sites, tags, clients, types)
         check_policy(policy)
-        try:
-            path = asyncio.run(load_flow()(
-                selection=chosen, dry_run=dry_run, policy_file=str(policy) if policy else None,
-                report_dir=str(report_dir) if report_dir else None,
-            ))
-        except (DashboardError, PolicyError) as error:
-            typer.secho(f"{label} failed: {error}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1) from None
+        flow = load_flow()
+        path = run_flow(label, lambda: flow(
+            selection=chosen, dry_run=dry_run, policy_file=str(policy or ""), report_dir=str(report_dir or ""),
+        ))
         print_summary(path)
 
     run.__doc__ = help

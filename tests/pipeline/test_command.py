@@ -43,13 +43,13 @@ def test_unknown_type_is_refused():
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_fleet_update_then_check_a_selection(dashboard, tmp_path: Path):
+def test_fleet_update_then_check_a_selection(dashboard, tmp_path: Path, monkeypatch):
     emulator = dashboard(sites=10, seed=6)
-    result = CliRunner().invoke(app, ["update", "--sites", "1,2", "--report-dir", str(tmp_path / "out")])
+    result = CliRunner().invoke(app, ["update", "--sites", "1,2,3", "--report-dir", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     (line,) = [line for line in result.output.splitlines() if line.startswith("summary: ")]
     summary = Summary.read(Path(line.removeprefix("summary: ")))
-    assert {site.site_id for site in summary.sites} == {1, 2}
+    assert {site.site_id for site in summary.sites} == {1, 2, 3}
     truth = emulator.truth()["sites"]
     for item in summary.items:
         if item.outcome is Outcome.updated:
@@ -58,10 +58,16 @@ def test_fleet_update_then_check_a_selection(dashboard, tmp_path: Path):
             }
 
     emulator.post("faults/front-end", {"site_id": 2, "broken": True})
-    checked = CliRunner().invoke(app, ["check", "--sites", "1,2"])
-    assert checked.exit_code == 1, checked.output  # site 2's front end shows a critical error
+    emulator.post("faults/reachable", {"site_id": 3, "reachable": False})
+    monkeypatch.setenv("COLUMNS", "200")  # the table's width (rich)
+    checked = CliRunner().invoke(app, ["check", "--sites", "1,2,3"])
+    assert checked.exit_code == 1, checked.output  # site 2's front end shows a critical error, site 3 is down
     rows = {line.split("│")[1].strip(): line for line in checked.output.splitlines() if line.count("│") > 3}
-    assert "yes" in rows["1"] and "NO" in rows["2"] and "PHP/WordPress" in rows["2"]
+    names = {site.site_id: site.site_name for site in summary.sites}
+    assert "yes" in rows["1"] and names[1] in rows["1"]
+    assert "NO" in rows["2"] and "PHP/WordPress" in rows["2"] and names[2] in rows["2"]
+    assert "NO" in rows["3"] and "│ 503 " in rows["3"]  # the probe's HTTP status when the dashboard got none
+    assert "3 site(s) checked: 1 healthy, 2 need attention, 0 open incident(s)" in checked.output.splitlines()
 
 
 def test_fleet_update_refuses_a_bad_policy_before_any_request(tmp_path: Path):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from prefect.utilities.callables import parameter_schema
 
+from dashboard.block import DashboardConnection
+from dashboard.settings import DashboardSettings
+from fleet.summary import Selection, Summary
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
+from flows.report import report
 from flows.sync import sync_fleet
 from flows.update import update_fleet
 
@@ -19,3 +25,30 @@ def test_every_parameter_is_typed_and_described(flow):
     selection = schema["definitions"]["Selection"]["properties"]
     assert schema["definitions"]["UpdateType"]["enum"] == ["translation", "plugin", "theme", "core"]
     assert selection["types"]["items"] == {"$ref": "#/definitions/UpdateType"}
+
+
+@pytest.mark.parametrize("flow", [nightly_maintenance, update_fleet, sync_fleet, check_fleet, report])
+def test_paths_are_plain_strings_and_blocks_are_pickers_of_saved_blocks(flow):
+    schema = parameter_schema(flow.fn).model_dump()
+    properties, definitions = schema["properties"], schema["definitions"]
+    for name in ("policy_file", "report_dir"):
+        if name in properties:
+            assert properties[name]["type"] == "string" and properties[name]["default"] == ""
+            assert "anyOf" not in properties[name]
+    pickers = {"dashboard": "dashboard-connection", "email_block": "email-server-credentials"}
+    for name, slug in pickers.items():
+        if name in properties:
+            assert "anyOf" not in properties[name]  # no "Property is type None" toggle
+            ref = properties[name]["$ref"].rsplit("/", 1)[1]
+            assert definitions[ref]["block_type_slug"] == slug
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_a_dashboard_block_given_as_the_parameter_is_the_connection_used(dashboard, monkeypatch):
+    emulator = dashboard(sites=6, seed=2)
+    connection = DashboardConnection.from_settings(DashboardSettings())
+    monkeypatch.setenv("FLEET_BASE_URL", "http://127.0.0.1:9/wp-json")  # the environment would fail
+    before = emulator.writes()
+    path = await update_fleet(selection=Selection(sites=["1", "2"]), dry_run=True, dashboard=connection)
+    assert {site.site_id for site in Summary.read(Path(path)).sites} == {1, 2}
+    assert emulator.writes() == before

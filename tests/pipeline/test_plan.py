@@ -131,6 +131,7 @@ def test_cohort_over_budget_stops_the_later_cohorts():
     stopped = [i for i in plan.items if i.site_id > 2]
     assert all(i.decision is Decision.excluded and "cohort 'tag:canary'" in i.reason for i in stopped)
     assert failed_sites([], {3: SiteCheck(probe_ok=False)}) == {3}
+    assert failed_sites([], {3: SiteCheck(probe_ok=False, before_ok=False)}) == set()  # it was down before
     assert judge_cohort(plan.cohorts[0], 0).status == "completed"
 
 

@@ -1,0 +1,62 @@
+"""`fleet holds list|release`: the versions the nights hold fleet-wide (the state database's memory)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from fleet.holds import HoldStore
+
+app = typer.Typer(help="The versions the nights hold fleet-wide after they broke a site or failed on several.",
+                  no_args_is_help=True)
+
+StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state database (default: FLEET_STATE_DB, "
+                                                                  "or fleet-state.sqlite in FLEET_REPORT_DIR).")]
+
+
+def _store(state_db: Path | None) -> HoldStore:
+    from fleet.holds import HoldStore
+    from fleet.settings import PipelineSettings
+
+    return HoldStore(state_db or PipelineSettings().state_path)
+
+
+@app.command("list")
+def list_holds(state_db: StateDb = None) -> None:
+    """Every active hold: the item and version, since when, why, and the site it broke or failed on."""
+    holds = _store(state_db).active()
+    if not holds:
+        typer.echo("no version is held")
+        return
+    today = datetime.now(UTC).date()
+    table = Table("item", "version", "name", "held since", "age", "reason", "site")
+    for hold in holds:
+        table.add_row(hold.item, hold.version, hold.name, hold.since.isoformat(), f"{hold.age_days(today)} d",
+                      hold.reason, hold.site or "")
+    Console(soft_wrap=True).print(table)
+    typer.echo(f"{len(holds)} hold(s); release one with: fleet holds release TYPE:SLUG[@VERSION]")
+
+
+@app.command("release")
+def release(
+    item: Annotated[str, typer.Argument(help="`slug`, `type:slug` or `type:slug@version`, as `fleet holds list` "
+                                             "shows it.", show_default=False)],
+    state_db: StateDb = None,
+) -> None:
+    """Release the held versions ITEM names: the next night applies them again."""
+    try:
+        released = _store(state_db).release(item, f"released by an operator on {datetime.now(UTC):%Y-%m-%d}")
+    except ValueError as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    if not released:
+        typer.secho(f"no held version matches {item!r} (see fleet holds list)", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    for hold in released:
+        typer.echo(f"released {hold.item}@{hold.version} (held since {hold.since.isoformat()}: {hold.reason})")

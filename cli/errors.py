@@ -1,0 +1,112 @@
+"""How a command ends on an expected failure: one line of reason, a documented exit code, no traceback.
+
+Exit codes (every command):
+  0  done
+  1  finished, but something needs attention (an unhealthy site in `fleet check`, a report not delivered)
+  2  bad usage or configuration (an invalid option or setting, a bad policy file, a selection that matches no
+     site, a URL with a password in it)
+  3  authentication or permission refused by the dashboard
+  4  dashboard unreachable (network, DNS, TLS, timeout), or a write whose outcome is unknown
+  5  the dashboard answered with an error (not found, invalid input, server error, unexpected answer)
+  6  a waited-on job did not finish (timed out, stalled, or never started)
+  7  the night broke sites (the run finished; the summary and the reports say which, and the suspects)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from enum import IntEnum
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+
+from dashboard.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    DashboardError,
+    InvalidInput,
+    JobError,
+    JobNotFound,
+    OutcomeUnknown,
+    PermissionDenied,
+    TransportError,
+)
+from fleet.breakage import SitesBrokenByRun
+from fleet.plan import NoSiteMatches
+from fleet.policy import PolicyError
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    NEEDS_ATTENTION = 1
+    CONFIGURATION = 2
+    AUTHENTICATION = 3
+    UNREACHABLE = 4
+    API_ERROR = 5
+    JOB_NOT_FINISHED = 6
+    SITES_BROKEN = 7
+
+
+def exit_code_for(error: DashboardError) -> ExitCode:
+    if isinstance(error, ConfigurationError):
+        return ExitCode.CONFIGURATION
+    if isinstance(error, AuthenticationError | PermissionDenied):
+        return ExitCode.AUTHENTICATION
+    if isinstance(error, TransportError | OutcomeUnknown):
+        return ExitCode.UNREACHABLE
+    if isinstance(error, JobError) and not isinstance(error, JobNotFound):
+        return ExitCode.JOB_NOT_FINISHED
+    if isinstance(error, InvalidInput) and error.code == "client_validation":
+        return ExitCode.CONFIGURATION
+    return ExitCode.API_ERROR
+
+
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, ValidationError)
+
+
+def dashboard_host() -> str:
+    """The dashboard's host and port from FLEET_BASE_URL (never a user name or password), or a placeholder."""
+    parts = urlsplit(os.environ.get("FLEET_BASE_URL", "").strip())
+    if not parts.hostname:
+        return "(FLEET_BASE_URL)"
+    return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+
+
+def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
+    """The exit code and the one line for an expected failure; None for anything else (a bug: let it show)."""
+    if isinstance(error, DashboardError):
+        code = exit_code_for(error)
+        if code is ExitCode.UNREACHABLE:
+            return code, f"cannot reach the dashboard at {dashboard_host()}: {error}"
+        if code is ExitCode.AUTHENTICATION:
+            return code, f"the dashboard at {dashboard_host()} refused the credentials: {error}"
+        return code, str(error)
+    if isinstance(error, PolicyError | NoSiteMatches):
+        return ExitCode.CONFIGURATION, str(error)
+    if isinstance(error, SitesBrokenByRun):
+        return ExitCode.SITES_BROKEN, str(error)
+    if isinstance(error, ValidationError):  # settings: name the field and the rule, never the value
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or e.get('ctx', {}).get('field', 'settings')}: "
+                             f"{e['msg']}" for e in error.errors())
+        return ExitCode.CONFIGURATION, f"invalid {error.title} settings: {problems}"
+    if type(error).__name__ == "ReportDeliveryError":  # reporting is imported only when a report is made
+        return ExitCode.NEEDS_ATTENTION, str(error)
+    return None
+
+
+class QuietExpectedErrors(logging.Filter):
+    """Drop the traceback Prefect logs for an expected failure; the message line stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], EXPECTED):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_expected_tracebacks() -> None:
+    """Install the filter on the console handlers (Prefect's API handler has sent its copy by then)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, QuietExpectedErrors) for f in handler.filters):
+            handler.addFilter(QuietExpectedErrors())

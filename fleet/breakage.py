@@ -1,0 +1,82 @@
+"""What the night broke: a site healthy before the updates and failing after is an incident with suspects.
+
+A site that already failed before the updates is reported apart ("was already down"), never blamed on the night.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from fleet.summary import Item, Outcome, SiteAlarm, SiteCheck, Suspect
+
+SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.failed, Outcome.unchanged)  # in that order
+
+
+class SitesBrokenByRun(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
+    """The night broke sites: the run finished (summary and reports written) but must end Failed.
+
+    `args` are (message, summary path), so that the exception pickles and the caller still finds the summary.
+    """
+
+    def __init__(self, message: str, summary_path: str) -> None:
+        super().__init__(message, summary_path)
+
+    @property
+    def summary_path(self) -> str:
+        return self.args[1]
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def site_page(dashboard: str | None, site_id: int) -> str | None:
+    """The site's page on a MainWP dashboard (`/wp-admin/admin.php?page=managesites&dashboard=ID`)."""
+    if not dashboard:
+        return None
+    parts = urlsplit(dashboard)
+    root = parts.path.rstrip("/").removesuffix("/wp-json")
+    return urlunsplit((parts.scheme, parts.netloc, f"{root}/wp-admin/admin.php",
+                       f"page=managesites&dashboard={site_id}", ""))
+
+
+def judge_sites(
+    items: list[Item], sites: list[tuple[int, str, str, str | None]], checks: dict[int, SiteCheck],
+    dashboard: str | None,
+) -> tuple[list[SiteAlarm], list[SiteAlarm]]:
+    """(broken by this run, already down), and the suspects flagged on `items` (they keep their outcome).
+
+    `sites` are (id, url, name, client). Broken: the probe before the updates passed, the check after fails,
+    and the night sent updates to the site. Already down: the probe before the updates failed.
+    """
+    attempted: dict[int, list[Item]] = {}
+    for item in items:
+        if item.outcome in SUSPECT_OUTCOMES:
+            attempted.setdefault(item.site_id, []).append(item)
+    broken, down = [], []
+    for site_id, url, name, client in sites:
+        check = checks.get(site_id)
+        if check is None:
+            continue
+        alarm = SiteAlarm(site_id=site_id, site_url=url, site_name=name, client=client, saw="",
+                          dashboard_page=site_page(dashboard, site_id))
+        if check.before_ok is False:
+            saw = (check.problem or "it fails its check") if not check.healthy else "it answers again after the night"
+            down.append(alarm.model_copy(update={"saw": f"before the updates: {check.before_error}; after: {saw}"}))
+        elif check.before_ok and not check.healthy and site_id in attempted:
+            suspects = sorted(attempted[site_id], key=lambda item: SUSPECT_OUTCOMES.index(item.outcome))
+            for item in suspects:
+                item.suspect = True
+            broken.append(alarm.model_copy(update={"saw": check.problem or "it fails its check", "suspects": [
+                Suspect(type=item.type, slug=item.slug, name=item.name, from_version=item.from_version,
+                        to_version=item.to_version, outcome=item.outcome) for item in suspects]}))
+    return broken, down
+
+
+def broken_message(broken: list[SiteAlarm], run_id: str) -> str:
+    """The flow run's failure message: the broken sites and their suspects, in one line."""
+    named = "; ".join(
+        f"{alarm.site_name or alarm.site_url} ({', '.join(s.name or s.slug for s in alarm.suspects)})"
+        for alarm in broken[:10]
+    )
+    more = f" and {len(broken) - 10} more" if len(broken) > 10 else ""
+    return f"run {run_id} broke {len(broken)} site(s): {named}{more}"

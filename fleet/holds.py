@@ -1,0 +1,128 @@
+"""The night's memory of bad versions: a version that broke a site, or failed on several, is held fleet-wide.
+
+Kept in the state database beside the first-seen store. A hold stops exactly the remembered version of an item:
+it ends when the dashboard offers a newer version, or when an operator releases it (`fleet holds release`).
+The policy file's holds stay the operator's own; these are written and lifted by the nights.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from fleet.first_seen import open_state_db
+from fleet.plan import Decision, PlanItem
+from fleet.policy import ItemRef, Rule
+from fleet.summary import NightHold, Outcome, Summary, UpdateType
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS night_holds (
+    type TEXT NOT NULL, slug TEXT NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, reason TEXT NOT NULL,
+    site TEXT, since TEXT NOT NULL, released TEXT,
+    PRIMARY KEY (type, slug, version)
+)
+"""
+_ACTIVE = ("SELECT type, slug, version, name, reason, site, since FROM night_holds WHERE released IS NULL "
+           "ORDER BY since, type, slug")
+_REMEMBER = (
+    "INSERT INTO night_holds (type, slug, version, name, reason, site, since) VALUES (?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (type, slug, version) DO UPDATE SET reason = excluded.reason, site = excluded.site, "
+    "since = excluded.since, released = NULL WHERE night_holds.released IS NOT NULL"
+)
+
+
+def _hold(row: tuple[str, ...]) -> NightHold:
+    type_, slug, version, name, reason, site, since = row
+    return NightHold(type=UpdateType(type_), slug=slug, version=version, name=name, reason=reason, site=site,
+                     since=date.fromisoformat(since))
+
+
+def _newer(offered: str | None, held: str) -> bool:
+    try:
+        return Version(offered or "") > Version(held)
+    except InvalidVersion:
+        return False
+
+
+class HoldStore:
+    """The `night_holds` table of the pipeline's state file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _run(self, statements: Iterable[tuple[str, list[tuple]]], query: str | None = None) -> list[tuple]:
+        with open_state_db(self.path) as connection:
+            connection.execute(_SCHEMA)
+            for sql, rows in statements:
+                connection.executemany(sql, rows)
+            found = connection.execute(query).fetchall() if query else []
+        connection.close()
+        return found
+
+    def active(self) -> list[NightHold]:
+        return [_hold(row) for row in self._run([], _ACTIVE)]
+
+    def remember(self, holds: list[NightHold]) -> list[NightHold]:
+        """Hold each version (again, if an operator had released it); an active hold keeps its first reason."""
+        self._run([(_REMEMBER, [(h.type.value, h.slug, h.version, h.name, h.reason, h.site, h.since.isoformat())
+                                for h in holds])])
+        return self.active()
+
+    def release(self, item: str, why: str) -> list[NightHold]:
+        """Release the active holds `item` names (`slug`, `type:slug`, optionally `@version`); returns them."""
+        ref_text, _, version = item.partition("@")
+        ref, rest = ItemRef.parse(ref_text)
+        if rest:
+            raise ValueError(f"{item!r}: name an item as slug, type:slug or type:slug@version")
+        chosen = [hold for hold in self.active()
+                  if ref.matches(hold.type, hold.slug, hold.name) and version.strip() in ("", hold.version)]
+        self._run([("UPDATE night_holds SET released = ? WHERE type = ? AND slug = ? AND version = ?",
+                    [(why, hold.type.value, hold.slug, hold.version) for hold in chosen])])
+        return chosen
+
+
+def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[NightHold]:
+    """The versions this night found bad: each suspect applied to a broken site, and each version that failed
+    on `failures_to_hold` sites or more (0: failures alone never hold)."""
+    found: dict[tuple[UpdateType, str, str], NightHold] = {}
+    for alarm in summary.broken:
+        for suspect in alarm.suspects:
+            if suspect.to_version and suspect.outcome is Outcome.updated:
+                found.setdefault((suspect.type, suspect.slug, suspect.to_version), NightHold(
+                    type=suspect.type, slug=suspect.slug, name=suspect.name, version=suspect.to_version,
+                    reason=f"broke {alarm.site_name or alarm.site_url}: {alarm.saw}", site=alarm.site_url,
+                    since=today))
+    if failures_to_hold:
+        failed = [item for item in summary.items if item.outcome is Outcome.failed and item.to_version]
+        counts = Counter((item.type, item.slug, item.to_version) for item in failed)
+        for item in failed:
+            key = (item.type, item.slug, item.to_version)
+            if counts[key] >= failures_to_hold and key not in found:
+                found[key] = NightHold(type=item.type, slug=item.slug, name=item.name, version=item.to_version or "",
+                                       reason=f"failed on {counts[key]} sites: {item.reason or 'no reason given'}",
+                                       site=item.site_url, since=today)
+    return list(found.values())
+
+
+def hold_remembered(items: list[PlanItem], holds: list[NightHold]) -> tuple[list[PlanItem], list[NightHold]]:
+    """The plan's items with the remembered versions held, and the holds a newer version has superseded."""
+    by_key = {(hold.type, hold.slug): [] for hold in holds}
+    for hold in holds:
+        by_key[(hold.type, hold.slug)].append(hold)
+    superseded: dict[tuple[UpdateType, str, str], NightHold] = {}
+    decided = []
+    for item in items:
+        for hold in by_key.get((item.type, item.slug), ()):
+            if item.to_version == hold.version and item.decision is Decision.apply:
+                item = item.model_copy(update={
+                    "decision": Decision.held, "rule": Rule.night_hold,
+                    "reason": f"held since {hold.since.isoformat()}: {hold.reason} "
+                              f"(release: fleet holds release {hold.item}@{hold.version})"})
+            elif _newer(item.to_version, hold.version):
+                superseded[(hold.type, hold.slug, hold.version)] = hold
+        decided.append(item)
+    return decided, list(superseded.values())

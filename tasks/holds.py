@@ -1,0 +1,25 @@
+"""Step after the summary: remember the versions the night found bad, so that the next night holds them."""
+
+from __future__ import annotations
+
+from prefect import task
+
+from fleet.holds import HoldStore, bad_versions
+from fleet.settings import PipelineSettings
+from fleet.summary import NightHold, Summary
+from tasks.retries import STEP_OPTIONS
+
+
+def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
+    """Record this night's bad versions (a dry run records none); returns every hold now active."""
+    store = HoldStore(settings.state_path)
+    if summary.dry_run:
+        return store.active()
+    return store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
+
+
+@task(name="remember-bad-versions", **STEP_OPTIONS)
+async def remember_bad_versions_task(
+    summary: Summary, failures_to_hold: int, settings: PipelineSettings
+) -> list[NightHold]:
+    return remember_bad_versions(summary, failures_to_hold, settings)

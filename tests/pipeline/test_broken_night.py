@@ -1,0 +1,116 @@
+"""A night that breaks a site: an incident with suspects, a Failed flow run, the client's e-mail held for review,
+and the bad version held fleet-wide the next night. Over real HTTP against the emulator."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from fleet.breakage import SitesBrokenByRun
+from fleet.holds import HoldStore
+from fleet.settings import PipelineSettings
+from fleet.summary import Outcome, Selection, Summary
+from flows.nightly import nightly_maintenance
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def shared_plugin(truth: dict) -> tuple[str, str, list[dict]]:
+    """A plugin version offered to several healthy connected sites: (slug, version, the sites)."""
+    sites = [s for s in truth["sites"].values() if s["status"] == "connected" and s["reachable"]]
+    offered = Counter((u["slug"], u["new_version"]) for s in sites for u in s["pending_updates"]
+                      if u["type"] == "plugin")
+    (slug, version), _ = offered.most_common(1)[0]
+    return slug, version, [s for s in sites if any(u["slug"] == slug for u in s["pending_updates"])]
+
+
+async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_version(
+    dashboard, monkeypatch, tmp_path: Path
+):
+    emulator = dashboard(sites=12, seed=4)
+    monkeypatch.setenv("FLEET_REPORT_TO", "ops@example.com")
+    truth = emulator.truth()
+    slug, version, offering = shared_plugin(truth)
+    victim, later = offering[0], offering[1]
+    down = next(s for s in truth["sites"].values() if s["status"] == "connected" and s["reachable"]
+                and s["pending_updates"] and s["id"] not in {victim["id"], later["id"]})
+    emulator.post("faults/items", {"site_id": victim["id"], "type": "plugin", "slug": slug, "mode": "break"})
+    emulator.post("faults/front-end", {"site_id": down["id"], "broken": True})  # down before the night
+
+    state = await nightly_maintenance(selection=Selection(sites=[str(victim["id"]), str(down["id"])]),
+                                      return_state=True)
+
+    assert state.is_failed()
+    error = await state.result(raise_on_failure=False)
+    assert isinstance(error, SitesBrokenByRun)
+    summary = Summary.read(Path(error.summary_path))
+    victim_name = next(site.site_name for site in summary.sites if site.site_id == victim["id"])
+    assert victim_name in state.message and "broke 1 site" in state.message
+    [broken] = summary.broken
+    assert broken.site_id == victim["id"] and "critical error" in broken.saw
+    assert broken.dashboard_page.endswith(f"/wp-admin/admin.php?page=managesites&dashboard={victim['id']}")
+    suspect = next(s for s in broken.suspects if s.slug == slug)
+    assert suspect.to_version == version and suspect.from_version and suspect.outcome is Outcome.updated
+    flagged = [item for item in summary.items if item.suspect]
+    assert flagged and {item.site_id for item in flagged} == {victim["id"]}
+    assert {item.outcome for item in flagged} == {Outcome.updated}  # they were updated, and are flagged
+    assert [alarm.site_id for alarm in summary.already_down] == [down["id"]]
+    assert "critical error" in summary.already_down[0].saw
+
+    # the client whose site broke is not mailed: the operator gets the report, marked for review
+    client = broken.client
+    assert client, "the emulated sites belong to clients"
+    held = [d for d in summary.deliveries if d.report == client and d.held]
+    assert held and "fleet report" in held[0].answer and "--client" in held[0].answer
+    assert not [d for d in summary.deliveries if d.report == client and not d.held
+                and d.recipient != "ops@example.com"]
+    eml = Path(error.summary_path).parent / next(d.eml_path for d in summary.deliveries
+                                                  if d.report == client and d.eml_path)
+    assert "[held for review]" in eml.read_text() and "ops@example.com" in eml.read_text()
+
+    # the report leads with it
+    html = (Path(error.summary_path).parent / "report" / "operator.html").read_text()
+    assert html.index("broke") < html.index("Updated")
+    assert victim_name in html and version in html and "managesites" in html
+
+    # the version is held fleet-wide: the next night does not apply it to another site
+    holds = HoldStore(PipelineSettings().state_path).active()  # every suspect: which one broke it is not known
+    assert {(hold.slug, hold.version) for hold in holds} == {
+        (s.slug, s.to_version) for s in broken.suspects if s.outcome is Outcome.updated}
+    assert all(victim_name in hold.reason for hold in holds)
+    second = await nightly_maintenance(selection=Selection(sites=[str(later["id"])]))
+    night = Summary.read(Path(second))
+    [item] = [item for item in night.items if item.slug == slug]
+    assert item.outcome is Outcome.held and item.rule == "night_hold" and "fleet holds release" in item.reason
+    assert {h.slug for h in night.holds} == {h.slug for h in holds}
+    truth = emulator.truth()
+    assert any(u["slug"] == slug for u in truth["sites"][str(later["id"])]["pending_updates"])
+
+    # the operator sees the holds and releases one: the night after applies it again
+    listed = CliRunner().invoke(app, ["holds", "list"])
+    assert listed.exit_code == 0 and version in listed.output and f"{len(holds)} hold(s)" in listed.output
+    released = CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"])
+    assert released.exit_code == 0 and f"released plugin:{slug}@{version}" in released.output
+    assert CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"]).exit_code == 2  # nothing left to release
+    third = Summary.read(Path(await nightly_maintenance(selection=Selection(sites=[str(later["id"])]))))
+    assert [item.outcome for item in third.items if item.slug == slug] == [Outcome.updated]
+
+
+def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=12, seed=4)
+    slug, _, offering = shared_plugin(emulator.truth())
+    victim = offering[0]
+    emulator.post("faults/items", {"site_id": victim["id"], "type": "plugin", "slug": slug, "mode": "break"})
+    result = CliRunner().invoke(app, ["nightly", "--sites", str(victim["id"]), "--report-dir", str(tmp_path)])
+    assert result.exit_code == 7, result.output
+    assert "Traceback" not in result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("nightly run failed: ")]
+    assert "broke 1 site(s)" in line
+    [summary_line] = [line for line in result.output.splitlines() if line.startswith("summary: ")]
+    summary = Summary.read(Path(summary_line.removeprefix("summary: ")))
+    assert [alarm.site_id for alarm in summary.broken] == [victim["id"]]
+    assert summary.broken[0].site_name in line

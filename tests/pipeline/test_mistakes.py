@@ -1,0 +1,100 @@
+"""Mistakes are caught before anything runs: a selection that matches nothing, policy recipients naming an
+unknown client, a URL with a password in it. Over real HTTP against the emulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from fleet.plan import NoSiteMatches
+from fleet.policy import PolicyError
+from fleet.summary import Selection
+from flows.nightly import nightly_maintenance
+
+
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("--sites", "9999", "no site matches '9999'"),
+    ("--tags", "nosuchtag", "no site matches tag 'nosuchtag'"),
+    ("--clients", "Nobody Ltd", "no site matches client 'Nobody Ltd'"),
+])
+def test_a_selection_that_matches_nothing_exits_2_before_any_write(dashboard, tmp_path: Path, option, value, words):
+    emulator = dashboard(sites=10, seed=6)
+    before = emulator.writes()
+    result = CliRunner().invoke(app, ["nightly", "--sites", "1", option, value, "--report-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert emulator.writes() == before
+    assert not list(tmp_path.rglob("summary.json"))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_the_flow_fails_at_once_on_a_selection_that_matches_nothing(dashboard):
+    emulator = dashboard(sites=10, seed=6)
+    before = emulator.writes()
+    state = await nightly_maintenance(selection=Selection(sites=["9999"]), return_state=True)
+    assert state.is_failed() and "no site matches '9999'" in state.message
+    assert isinstance(await state.result(raise_on_failure=False), NoSiteMatches)
+    assert emulator.writes() == before
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_policy_recipients_naming_an_unknown_client_is_an_error_naming_it(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=10, seed=6)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("recipients:\n  Acme Typo Inc: [boss@acme.example]\n")
+    before = emulator.writes()
+    state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
+    error = await state.result(raise_on_failure=False)
+    assert isinstance(error, PolicyError) and "no client named 'Acme Typo Inc'" in str(error)
+    assert emulator.writes() == before
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_fleet_update_exits_2_on_recipients_naming_an_unknown_client(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=10, seed=6)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("recipients:\n  Acme Typo Inc: [boss@acme.example]\n")
+    before = emulator.writes()
+    result = CliRunner().invoke(app, ["update", "--policy", str(policy)])
+    assert result.exit_code == 2 and "no client named 'Acme Typo Inc'" in result.output
+    assert emulator.writes() == before
+
+
+def test_a_url_with_a_password_is_refused_and_never_echoed(monkeypatch):
+    monkeypatch.setenv("FLEET_BASE_URL", "https://admin:hunter2@dash.example.com/wp-json")
+    monkeypatch.setenv("FLEET_API_KEY", "secret==key")
+    for command in (["dashboard", "sites"], ["nightly"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "must not carry a user name or password" in result.output
+        assert "hunter2" not in result.output and "admin:" not in result.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize(("args", "env", "code", "words"), [
+    (["nightly"], {"FLEET_API_KEY": "wrong==key"}, 3, "refused the credentials"),
+    (["nightly", "--sites", "9999"], {}, 2, "no site matches '9999'"),
+])
+def test_an_expected_failure_prints_one_line_and_no_traceback(dashboard, args, env, code, words):
+    """As an operator runs it: a process of its own, its whole output read (Prefect's log lines included)."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect.settings import PREFECT_API_URL
+
+    emulator = dashboard(sites=6, seed=2)
+    before = emulator.writes()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()", *args], cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root), "PREFECT_API_URL": PREFECT_API_URL.value(),
+                               **env}, capture_output=True, text=True, timeout=180)
+    output = done.stdout + done.stderr
+    assert done.returncode == code, output
+    assert "Traceback" not in output and "wrong==key" not in output
+    assert [line for line in output.splitlines() if line.startswith("nightly run failed: ") and words in line]
+    assert emulator.writes() == before

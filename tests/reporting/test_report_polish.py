@@ -1,0 +1,64 @@
+"""What a first-time reader sees: a chart on the first night, health sentences that do not hide offline
+sites, and the failure-rate chart's labels inside the picture."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from PIL import Image
+
+from reporting import charts
+from reporting.model import Headline, PluginFailure
+from reporting.render import data_uri
+from reporting.run_report import render_reports
+from tests.reporting.builder import write_nights
+from tests.reporting.conftest import body
+
+
+def test_the_first_night_has_a_chart_of_its_outcomes_by_type(tmp_path: Path):
+    [night] = write_nights(tmp_path, nights=1)
+    rendered = render_reports(night)
+    for report in rendered.reports:
+        if report.charts:
+            assert report.charts == ("outcomes-by-type",)
+    operator = rendered.operator
+    assert operator.charts == ("outcomes-by-type",)
+    png = rendered.chart_path(operator, "outcomes-by-type").read_bytes()
+    html, markdown = body(rendered, operator, ".html"), body(rendered, operator, ".md")
+    assert f'src="{data_uri(png)}"' in html and f"]({data_uri(png)})" in markdown
+    assert html.index("This night's outcomes by type") > html.index("By type")
+
+
+def test_all_healthy_is_never_said_over_sites_that_could_not_be_checked():
+    headline = Headline(sites=40, sites_updated=30, items=100, by_outcome={}, checked=34, healthy=34,
+                        open_incidents=0, unusable=6)
+    assert headline.health == ("All 34 checked sites are healthy; 6 sites could not be worked on "
+                               "(offline, suspended, disconnected or too old).")
+    assert not headline.healthy_everywhere
+
+
+def test_the_failure_rate_chart_keeps_100_percent_and_its_counts_inside_the_picture(tmp_path: Path):
+    png = charts.failure_rate_per_plugin([PluginFailure("Broken Everywhere", "1.0", 12, 12),
+                                          PluginFailure("Half Bad", "2.0", 10, 5)])
+    path = tmp_path / "rate.png"
+    path.write_bytes(png)
+    image = Image.open(path).convert("L")
+    width, height = image.size
+    right_edge = [image.getpixel((width - 1 - x, y)) for x in range(4) for y in range(height)]
+    assert min(right_edge) > 240, "something is drawn at the right edge: a label is cut off"
+
+
+def test_a_night_that_broke_many_sites_shows_20_in_full_and_counts_them_all(tmp_path: Path):
+    from fleet.summary import SiteAlarm
+    from tests.reporting.builder import build_summary
+
+    summary = build_summary(date(2026, 3, 9))
+    summary.broken = [SiteAlarm(site_id=n, site_url=f"https://site-{n}.example", site_name=f"Site {n}",
+                                saw="home page answered HTTP 500") for n in range(1, 26)]
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    text, html = body(rendered, rendered.operator, ".txt"), body(rendered, rendered.operator, ".html")
+    assert "The night broke 25 sites" in text and "... and 5 more broken sites" in text
+    assert html.count('data-row="broken"') == 20 and "and 5 more broken sites" in html
+    assert rendered.operator.subject.startswith("BROKE 25 SITES: ")
