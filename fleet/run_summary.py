@@ -7,7 +7,7 @@ from datetime import datetime
 from fleet.plan import Plan
 from fleet.policy import Policy
 from fleet.reconcile import not_attempted
-from fleet.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary
+from fleet.summary import ApprovalRecord, Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary
 
 
 class MissingItems(RuntimeError):
@@ -25,6 +25,7 @@ def build_summary(
     errors: list[str],
     finished_at: datetime,
     dashboard: str | None = None,
+    approval: ApprovalRecord | None = None,
 ) -> Summary:
     items = not_attempted(plan) + attempted
     keys = {(item.site_id, item.type, item.slug) for item in items}
@@ -43,6 +44,8 @@ def build_summary(
             status=site.status.value,
             updated=site.id in updated_sites,
             check=checks.get(site.id),
+            deferred=site.deferral.reason if site.deferral else None,
+            opens_at=site.deferral.opens_at if site.deferral else None,
         )
         for site in plan.sites
     ]
@@ -51,7 +54,9 @@ def build_summary(
         started_at=plan.created_at,
         finished_at=finished_at,
         dry_run=plan.dry_run,
+        planned_for=plan.planned_for,
         dashboard=dashboard,
+        approval=approval,
         selection=plan.selection,
         counts=Summary.count(items),
         items=items,
