@@ -211,7 +211,7 @@ def build_plan(
         if site.deferral is not None:
             rule = Rule.blackout if site.deferral.reason.startswith("blackout") else Rule.window
             items.append(PlanItem(**update.model_dump(), decision=Decision.deferred, rule=rule,
-                                  reason=site.deferral.reason, opens_at=site.deferral.opens_at))
+                                  reason=site.deferral.explained, opens_at=site.deferral.opens_at))
             continue
         if site.status is not SiteStatus.online:
             reason = site.status_reason or f"site is {site.status.value.replace('_', ' ')}"

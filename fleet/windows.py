@@ -153,6 +153,15 @@ class Deferral(BaseModel):
 
     reason: str
     opens_at: datetime | None = None  # the next opening that is not blacked out (None: not within a year)
+    timezone: str = "UTC"  # the window's, to say the opening in the client's own time
+
+    @property
+    def explained(self) -> str:
+        """The reason and the next opening in the window's own time, as the report shows it."""
+        if self.opens_at is None:
+            return f"{self.reason}; no window opens within {LOOKAHEAD_DAYS} days"
+        local = self.opens_at.astimezone(ZoneInfo(self.timezone))
+        return f"{self.reason}; next window opens {local:%a %d %b %Y %H:%M} {local.tzname()}"
 
 
 class Availability(BaseModel):
@@ -201,7 +210,7 @@ def availability(
     upcoming = next(
         (opens for day, opens, _ in window.occurrences(at) if opens > at and blackout(day) is None), None
     )
-    return Availability(open=False, deferral=Deferral(reason=reason, opens_at=upcoming))
+    return Availability(open=False, deferral=Deferral(reason=reason, opens_at=upcoming, timezone=window.timezone))
 
 
 def place_in_windows(

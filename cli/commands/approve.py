@@ -30,20 +30,38 @@ async def waiting_items(flow_run_id: UUID) -> list[dict]:
     return schema["properties"]["items"].get("default", [])
 
 
+def chosen_rows(items: list[dict], everything: bool, chosen: list[str]) -> list[dict]:
+    """Tick the rows named `SITE:ITEM` (site id or domain; the item as in the policy: slug, plugin folder or
+    `type:slug`); a name that matches no waiting row is an error that lists the waiting ones."""
+    from fleet.policy import ItemRef
+    from fleet.summary import UpdateType
+
+    wanted = []
+    for entry in chosen:
+        site, _, ref = entry.strip().partition(":")
+        if not site or not ref:
+            raise ValueError(f"{entry!r}: give SITE:ITEM, e.g. 12:woocommerce or shop.example:akismet")
+        wanted.append((entry, site.lower(), ItemRef.parse(ref)[0]))
+    matched: set[str] = set()
+    for row in items:
+        site_id, domain = row["site"].split(" ", 1)
+        type_, slug = row["item"].split(":", 1)
+        hits = {entry for entry, site, ref in wanted
+                if site in (site_id, domain.lower()) and ref.matches(UpdateType(type_), slug)}
+        matched |= hits
+        row["approve"] = everything or bool(hits)
+    unknown = [entry for entry, _, _ in wanted if entry not in matched]
+    if unknown:
+        waiting = ", ".join(f"{row['site'].split(' ', 1)[0]}:{row['item']}" for row in items) or "nothing"
+        raise ValueError(f"not waiting for approval: {', '.join(unknown)} (waiting: {waiting})")
+    return items
+
+
 async def approve(flow_run_id: UUID, everything: bool, chosen: list[str], by: str) -> tuple[int, int]:
     """Resume the run with the items approved; returns (approved, waiting)."""
     from prefect.flow_runs import aresume_flow_run
 
-    items = await waiting_items(flow_run_id)
-    named = {entry.strip() for entry in chosen}
-    keys = {f"{row['site'].split(' ', 1)[0]}:{row['item'].split(':', 1)[1]}" for row in items}
-    unknown = named - keys - {f"{row['site'].split(' ', 1)[1]}:{row['item'].split(':', 1)[1]}" for row in items}
-    if unknown:
-        raise ValueError(f"not waiting for approval: {', '.join(sorted(unknown))} (waiting: {', '.join(sorted(keys))})")
-    for row in items:
-        site_id, domain = row["site"].split(" ", 1)
-        slug = row["item"].split(":", 1)[1]
-        row["approve"] = everything or f"{site_id}:{slug}" in named or f"{domain}:{slug}" in named
+    items = chosen_rows(await waiting_items(flow_run_id), everything, chosen)
     await aresume_flow_run(flow_run_id, run_input={"approve_all": everything, "items": items, "approved_by": by})
     return sum(row["approve"] for row in items), len(items)
 

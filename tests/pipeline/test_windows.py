@@ -47,6 +47,7 @@ def test_client_window_wins_over_tag_and_default_and_its_blackout_names_the_reas
     black_friday = answer([], "Acme Ltd", "2026-11-27T07:30:00")  # 02:30 in New York: inside, but blacked out
     assert not black_friday.open and black_friday.deferral.reason == "blackout: Black Friday"
     assert black_friday.deferral.opens_at == at("2026-12-01T07:00:00")  # 1 Dec, 02:00 EST
+    assert black_friday.deferral.explained.endswith("next window opens Tue 01 Dec 2026 02:00 EST")
     assert answer([], "Other Co", "2026-11-27T03:00:00").open  # the blackout is Acme's only
 
 
@@ -92,3 +93,17 @@ def test_a_site_maintained_in_this_window_day_is_deferred_once_per_day() -> None
 def test_a_bad_window_or_blackout_names_the_field(change: dict, field: str, message: str) -> None:
     with pytest.raises(PolicyError, match=rf"{field}: .*{message}"):
         parse_policy(change)
+
+
+def test_fleet_approve_names_items_as_the_policy_does() -> None:
+    from cli.commands.approve import chosen_rows
+
+    rows = [{"site": "7 granite.example", "item": "plugin:woocommerce/woocommerce.php", "approve": False},
+            {"site": "9 shop.example", "item": "theme:astra", "approve": False}]
+    ticked = chosen_rows([dict(row) for row in rows], False, ["7:woocommerce", "shop.example:theme:astra"])
+    assert [row["approve"] for row in ticked] == [True, True]
+    assert [row["approve"] for row in chosen_rows([dict(row) for row in rows], False, ["9:astra"])] == [False, True]
+    with pytest.raises(ValueError, match=r"not waiting for approval: 7:astra \(waiting: 7:plugin:woo"):
+        chosen_rows([dict(row) for row in rows], False, ["7:astra"])
+    with pytest.raises(ValueError, match="give SITE:ITEM"):
+        chosen_rows(rows, False, ["woocommerce"])
