@@ -55,3 +55,12 @@ def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lan
         lanes.append(Lane(label=f"{number}-of-{len(parts)}", sites=part,
                           items=[item for site in part for item in to_apply[site.id]], untouchable=dict(kept)))
     return lanes
+
+
+def without_sites(lane: Lane, site_ids: set[int]) -> tuple[Lane, list[PlanItem]]:
+    """The lane less some of its sites, and the items those sites had planned."""
+    kept = Lane(label=lane.label, sites=[site for site in lane.sites if site.id not in site_ids],
+                items=[item for item in lane.items if item.site_id not in site_ids],
+                untouchable={type_: {site: slugs for site, slugs in by_site.items() if site not in site_ids}
+                             for type_, by_site in lane.untouchable.items()})
+    return kept, [item for item in lane.items if item.site_id in site_ids]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from fleet.first_seen import UpdateKey
 from fleet.policy import EffectiveRules, OverrideNames, Policy, Rule
 from fleet.summary import Outcome, Record, Selection, UpdateType
+from fleet.windows import Deferral
 
 
 class SiteStatus(StrEnum):
@@ -47,6 +48,8 @@ class SiteRecord(Record):
     tags: list[str] = Field(default_factory=list)
     status: SiteStatus = SiteStatus.online
     status_reason: str | None = None
+    deferral: Deferral | None = None  # outside its window or in a blackout: listed, never touched
+    window_closes_at: datetime | None = None  # no new calls for this site from this moment
 
     @cached_property
     def domain(self) -> str:
@@ -100,6 +103,8 @@ class Decision(StrEnum):
     delayed = "delayed"
     excluded = "excluded"
     skipped = "skipped"
+    deferred = "deferred"
+    awaiting_approval = "awaiting_approval"  # applied only once a person approves it at the night's gate
 
 
 class PlanItem(PendingUpdate):
@@ -107,12 +112,14 @@ class PlanItem(PendingUpdate):
     reason: str | None = None
     rule: str | None = None
     until: date | None = None
+    opens_at: datetime | None = None
     cohort: str | None = None
+    approved_by: str | None = None
 
     @property
     def outcome(self) -> Outcome:
-        """The outcome of an item that is not applied."""
-        return Outcome(self.decision.value)
+        """The outcome of an item that is not applied (one still awaiting approval is held: nobody said yes)."""
+        return Outcome.held if self.decision is Decision.awaiting_approval else Outcome(self.decision.value)
 
 
 class PlanCohort(BaseModel):
@@ -125,6 +132,7 @@ class Plan(BaseModel):
     run_id: str
     created_at: datetime
     dry_run: bool = False
+    planned_for: datetime | None = None  # a rehearsal: windows, blackouts and dates as at this moment
     selection: Selection = Field(default_factory=Selection)
     sites: list[SiteRecord] = Field(default_factory=list)
     items: list[PlanItem] = Field(default_factory=list)
@@ -197,9 +205,10 @@ def build_plan(
     first_seen: dict[UpdateKey, date],
     selection: Selection,
     dry_run: bool = False,
+    planned_for: datetime | None = None,
 ) -> Plan:
-    """Decide every pending and ignored item of the given (already selected) sites."""
-    today = created_at.date()
+    """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`."""
+    today = (planned_for or created_at).date()
     by_id = {site.id: site for site in sites}
     ignores: dict[tuple[int, UpdateType, str], IgnoredUpdate] = {}
     for entry in ignored:
@@ -216,6 +225,11 @@ def build_plan(
         entry = ignores.get(update.key)
         if entry is not None and entry.covers(update.to_version):
             items.append(_ignored(update, entry))
+            continue
+        if site.deferral is not None:
+            rule = Rule.blackout if site.deferral.reason.startswith("blackout") else Rule.window
+            items.append(PlanItem(**update.model_dump(), decision=Decision.deferred, rule=rule,
+                                  reason=site.deferral.explained, opens_at=site.deferral.opens_at))
             continue
         if site.status is not SiteStatus.online:
             reason = site.status_reason or f"site is {site.status.value.replace('_', ' ')}"
@@ -245,7 +259,12 @@ def build_plan(
             first_seen.get(update.release, today),
             today,
         )
-        if verdict is None:
+        gate = policy.approval.needs(update.type, update.slug, update.name, update.from_version,
+                                     update.to_version, site.tags) if policy.approval else None
+        if verdict is None and gate is not None:
+            items.append(PlanItem(**update.model_dump(), decision=Decision.awaiting_approval, rule=Rule.approval,
+                                  reason=gate))
+        elif verdict is None:
             items.append(PlanItem(**update.model_dump(), decision=Decision.apply))
         else:
             items.append(
@@ -265,7 +284,8 @@ def build_plan(
                 site_id=entry.site_id, type=entry.type, slug=entry.slug, name=entry.name, to_version=version
             )
             items.append(_ignored(update, entry))
-    return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, selection=selection, sites=sites, items=items)
+    return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
+                sites=sites, items=items)
 
 
 def _ignored(update: PendingUpdate, entry: IgnoredUpdate) -> PlanItem:

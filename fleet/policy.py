@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from fleet.summary import Outcome, UpdateType
+from fleet.windows import Blackout, Windows
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _ITEM_REF = re.compile(r"^\s*(?:(?P<type>[a-z]+):)?\s*(?P<slug>[^<>=!~\s,]+)\s*(?P<pin>.*?)\s*$")
@@ -59,6 +60,9 @@ class Rule(StrEnum):
     site_status = "site_status"
     rollout = "rollout"
     night_hold = "night_hold"
+    window = "window"
+    blackout = "blackout"
+    approval = "approval"
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,59 @@ class Rollout(_Strict):
         return int(sites * float(self.failure_budget.rstrip("%")) / 100)
 
 
+_DURATION = re.compile(r"^\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s)?\s*$")
+
+
+class Approval(_Strict):
+    """What a person must approve at the night's gate before it is applied; the rest runs unattended."""
+
+    semver: SemverRule | None = Field(
+        None, description="Changes of this size or larger wait for a person (`major`: only major versions)."
+    )
+    items: list[str] = Field(default_factory=list, description="Items that always wait (`slug` or `type:slug`).")
+    tags: list[str] = Field(default_factory=list, description="Every update on sites with one of these tags waits.")
+    timeout: timedelta = Field(
+        timedelta(hours=6), description="How long the gate waits (`6h`, `90m`, seconds); then nothing is applied."
+    )
+
+    @field_validator("items")
+    @classmethod
+    def _check_items(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            _parse_ref(entry)
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _parse_timeout(cls, value: Any) -> Any:
+        if isinstance(value, str) and (match := _DURATION.match(value)) and any(match.groups()):
+            hours, minutes, seconds = (int(part or 0) for part in match.groups())
+            return timedelta(hours=hours, minutes=minutes, seconds=seconds)
+        return value
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("the approval timeout must be longer than zero")
+        return value
+
+    def needs(self, type_: UpdateType, slug: str, name: str, from_version: str | None, to_version: str | None,
+              tags: Iterable[str]) -> str | None:
+        """Why this update waits for a person, or None when it may run unattended."""
+        if any(_parse_ref(entry).matches(type_, slug, name) for entry in self.items):
+            return f"{name or slug} is on the policy's approval list"
+        wanted = {tag.lower() for tag in self.tags}
+        tagged = sorted(tag for tag in tags if tag.lower() in wanted)
+        if tagged:
+            return f"sites tagged {tagged[0]!r} need approval"
+        if self.semver is not None and type_ is not UpdateType.translation:
+            change = version_change(from_version, to_version)
+            if change is not None and change.rank >= self.semver.rank:
+                return f"{change} update {from_version} -> {to_version} needs approval"
+        return None
+
+
 class Overrides(_Strict):
     """Rules per tag, per client and per site; a site's own rules win over its client's, which win over tags."""
 
@@ -237,10 +294,13 @@ class Overrides(_Strict):
 
 
 class Policy(Rules):
-    """The whole policy file: general rules, overrides, staged rollout and report recipients."""
+    """The whole policy file: general rules, overrides, staged rollout, windows, approvals, report recipients."""
 
     overrides: Overrides = Field(default_factory=Overrides)
     rollout: Rollout | None = None
+    windows: Windows | None = Field(None, description="Maintenance windows; none means any time.")
+    blackouts: list[Blackout] = Field(default_factory=list, description="Dates when nothing is touched.")
+    approval: Approval | None = Field(None, description="What waits for a person at the night's approval gate.")
     recipients: dict[str, list[str]] = Field(
         default_factory=dict, description="Report recipients per client name, replacing the client's e-mail."
     )

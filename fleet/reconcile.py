@@ -31,7 +31,9 @@ def summary_item(item: PlanItem, site: SiteRecord, outcome: Outcome, reason: str
         reason=reason,
         rule=changes.get("rule", item.rule),
         until=item.until,
+        opens_at=item.opens_at,
         cohort=item.cohort,
+        approved_by=item.approved_by,
     )
 
 

@@ -8,7 +8,19 @@ from fleet.breakage import judge_sites
 from fleet.plan import Plan
 from fleet.policy import Policy
 from fleet.reconcile import DRY_RUN_RULE, not_attempted
-from fleet.summary import Client, Cohort, Item, Job, NightHold, Outcome, Site, SiteAlarm, SiteCheck, Summary
+from fleet.summary import (
+    ApprovalRecord,
+    Client,
+    Cohort,
+    Item,
+    Job,
+    NightHold,
+    Outcome,
+    Site,
+    SiteAlarm,
+    SiteCheck,
+    Summary,
+)
 
 
 class MissingItems(RuntimeError):
@@ -28,6 +40,7 @@ def build_summary(
     dashboard: str | None = None,
     holds: list[NightHold] | None = None,
     mail_clients_when_broken: bool = False,
+    approval: ApprovalRecord | None = None,
 ) -> Summary:
     items = not_attempted(plan) + attempted
     keys = {(item.site_id, item.type, item.slug) for item in items}
@@ -52,6 +65,8 @@ def build_summary(
             status=site.status.value,
             updated=site.id in updated_sites,
             check=checks.get(site.id),
+            deferred=site.deferral.reason if site.deferral else None,
+            opens_at=site.deferral.opens_at if site.deferral else None,
         )
         for site in plan.sites
     ]
@@ -60,7 +75,9 @@ def build_summary(
         started_at=plan.created_at,
         finished_at=finished_at,
         dry_run=plan.dry_run,
+        planned_for=plan.planned_for,
         dashboard=dashboard,
+        approval=approval,
         selection=plan.selection,
         broken=broken,
         already_down=already_down,

@@ -27,10 +27,13 @@ class Outcome(StrEnum):
     delayed = "delayed"  # minimum age not reached yet
     excluded = "excluded"  # policy: type off, semver rule, allow-list, not selected, cohort stopped
     skipped = "skipped"  # site offline, suspended, disconnected or child too old
+    deferred = "deferred"  # outside the site's maintenance window or in a blackout: not touched tonight
     unknown = "unknown"  # no answer
 
 
-NOT_ATTEMPTED = frozenset({Outcome.held, Outcome.ignored, Outcome.delayed, Outcome.excluded, Outcome.skipped})
+NOT_ATTEMPTED = frozenset(
+    {Outcome.held, Outcome.ignored, Outcome.delayed, Outcome.excluded, Outcome.skipped, Outcome.deferred}
+)
 
 
 @cache
@@ -68,8 +71,10 @@ class Item(Record):
     reason: str | None = Field(None, description="Why it was not updated, or the error reported.")
     rule: str | None = Field(None, description="The policy rule or check that decided a not-attempted outcome.")
     until: date | None = Field(None, description="Hold expiry or the date a delayed item becomes eligible.")
+    opens_at: datetime | None = Field(None, description="A deferred item: when its site's window next opens.")
     cohort: str | None = None
     suspect: bool = Field(False, description="Applied to a site the night broke: a suspect of the breakage.")
+    approved_by: str | None = Field(None, description="An item that needed approval: who approved it.")
 
 
 class SiteCheck(Record):
@@ -112,6 +117,8 @@ class Site(Record):
     status: str = "online"  # online | offline | suspended | disconnected | child_too_old
     updated: bool = False
     check: SiteCheck | None = None
+    deferred: str | None = Field(None, description="Why the site was not touched tonight (window or blackout).")
+    opens_at: datetime | None = Field(None, description="When the deferred site's window next opens.")
 
 
 class Suspect(BaseModel):
@@ -219,6 +226,18 @@ class Selection(BaseModel):
     )
 
 
+class ApprovalRecord(BaseModel):
+    """The night's approval gate: when it opened, how it ended, who answered."""
+
+    opened_at: datetime
+    items: int = Field(description="Items that waited for a person.")
+    approved: int = 0
+    skipped: int = 0
+    timed_out: bool = False
+    answered_by: str | None = None
+    flow_run_id: str | None = None
+
+
 class Summary(BaseModel):
     """Everything one run did, as written to `summary.json`."""
 
@@ -228,12 +247,14 @@ class Summary(BaseModel):
     started_at: datetime
     finished_at: datetime
     dry_run: bool = False
+    planned_for: datetime | None = Field(None, description="A rehearsal (`--at`): the moment the plan was made for.")
     dashboard: str | None = None
     selection: Selection = Field(default_factory=Selection)
     # the alarms come before the items in summary.json, so that a reader of the head sees them early
     broken: list[SiteAlarm] = Field(default_factory=list, description="Sites healthy before and failing after.")
     already_down: list[SiteAlarm] = Field(default_factory=list, description="Sites failing before the updates.")
     holds: list[NightHold] = Field(default_factory=list, description="Versions the nights hold, new ones included.")
+    approval: ApprovalRecord | None = None
     counts: Counts = Field(default_factory=Counts)
     items: list[Item] = Field(default_factory=list)
     sites: list[Site] = Field(default_factory=list)

@@ -6,6 +6,8 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from prefect import flow
 from prefect_email import EmailServerCredentials
 from pydantic.json_schema import SkipJsonSchema
@@ -28,6 +30,7 @@ async def nightly_maintenance(
     dashboard: DashboardConnection | SkipJsonSchema[None] = None,
     send_report: bool = True,
     email_block: EmailServerCredentials | SkipJsonSchema[None] = None,
+    at: datetime | SkipJsonSchema[None] = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 
@@ -41,9 +44,10 @@ async def nightly_maintenance(
         dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
         send_report: E-mail the reports to the operator and the clients (a dry run: to the operator only).
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
+        at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
-                                   report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run)
+                                   report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run, at=at)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from flows.report import mail_settings
     from tasks.report import report_run

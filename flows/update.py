@@ -21,17 +21,21 @@ from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
+from fleet.approval import awaiting, gate_timeout, settle
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
-from fleet.lanes import Lane, split_into_lanes
+from fleet.lanes import Lane, split_into_lanes, without_sites
+from fleet.maintenance_log import MaintenanceLog
 from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
 from fleet.policy import Policy, check_recipients, load_policy
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients
 from fleet.settings import PipelineSettings
-from fleet.summary import Cohort, Item, Outcome, Selection, SiteCheck
+from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck
+from fleet.windows import place_in_windows
+from flows.approval import ask_for_approval
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task, probe_before_updates_task
 from tasks.detect import apply_sync_failures, detect_updates_task
@@ -93,7 +97,7 @@ async def survey_fleet(
     async def chunk_step(
         chunk: list[SiteRecord], label: str
     ) -> tuple[dict[int, tuple[str, str]], list[PendingUpdate]]:
-        usable = [site for site in chunk if site.status is SiteStatus.online]
+        usable = [site for site in chunk if site.status is SiteStatus.online and site.deferral is None]
         failures = await sync_sites_task(client, quote(usable), settings, label=label) if sync and usable else {}
         ids = [site.id for site in chunk]
         pending = await detect_updates_task(client, quote(ids), settings.concurrency, label=label)
@@ -152,8 +156,21 @@ async def run_cohort(
     """The cohort's lanes side by side; a lane whose step failed after its retries accounts for its items."""
 
     async def lane_step(lane: Lane) -> CohortResult:
+        now = datetime.now(UTC)  # a window that closed while earlier lanes ran: no new calls for its sites
+        late = [site for site in lane.sites if site.window_closes_at is not None and site.window_closes_at <= now]
+        if late:
+            lane, closed = without_sites(lane, {site.id for site in late})
+            reason = "deferred: its maintenance window closed before it was reached"
+            sites = {site.id: site for site in late}
+            deferred = CohortResult(items=[summary_item(item, sites[item.site_id], Outcome.deferred, reason)
+                                           for item in closed])
+            if not lane.sites:
+                return deferred
         try:
-            return await run_lane(client, lane, plan.run_id, settings, run_checks)
+            result = await run_lane(client, lane, plan.run_id, settings, run_checks)
+            if late:
+                result.add(deferred)
+            return result
         except FATAL_ERRORS:
             raise
         except Exception as error:
@@ -178,17 +195,27 @@ async def maintain_fleet(
     report_dir: str,
     dashboard: DashboardConnection | None,
     run_checks: bool,
+    at: datetime | None = None,
 ) -> Path:
-    """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
+    """The whole sentence; returns the run directory summary.json was written to (the report reads it there).
+
+    `at` (dry runs only) plans as if it were that moment: windows, blackouts, holds and ages as then."""
+    if at is not None and not dry_run:
+        raise ValueError("`at` rehearses a plan: it is refused for a run that writes (use it with a dry run)")
     settings = pipeline_settings(report_dir)
     policy = resolve_policy(policy_file, settings)  # a bad policy fails here, before any request
     started = datetime.now(UTC)
+    moment = (at.replace(tzinfo=UTC) if at.tzinfo is None else at) if at is not None else started
     run_id = run_identity(started)
     run_dir = settings.report_dir / run_id
     async with await open_dashboard(dashboard, settings) as client:
         sites, clients = await select_fleet(client, selection)
         errors: list[str] = []
         check_recipients(policy, [known.name for known in clients])
+        maintained = MaintenanceLog(settings.state_path)
+        once_a_day = bool(policy.windows) and not dry_run  # hourly runs maintain a site once per window day
+        sites, window_days = place_in_windows(sites, policy.windows, policy.blackouts, moment,
+                                              maintained.last_days(client.settings.base_url) if once_a_day else None)
         # a sync is a write request: a dry run plans from the dashboard's last sync
         (sites, pending), ignored = await asyncio.gather(
             survey_fleet(client, sites, settings, sync=not dry_run),
@@ -196,7 +223,7 @@ async def maintain_fleet(
         )
         plan = await apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
                                  ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
-                                 settings=settings)
+                                 settings=settings, planned_for=at and moment)
         del pending, ignored  # the plan holds them now
         plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
         logger = get_run_logger()
@@ -220,6 +247,19 @@ async def maintain_fleet(
             if verdict.status == "stopped":
                 cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
                 break
+        approval: ApprovalRecord | None = None
+        waiting = [] if dry_run else awaiting(plan)
+        if waiting:  # the unattended items are done: now a person decides about the rest
+            answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting))
+            approved = settle(plan, answer)
+            if approved is not None:
+                result = await run_cohort(client, approved, approved.cohorts[0], settings, run_checks)
+                errors += result.errors
+                attempted += result.items
+                jobs += result.jobs
+                checks |= result.checks
+        if once_a_day:
+            maintained.record(client.settings.base_url, window_days, run_id)
     site_clients = {site.client for site in sites if site.client}
     summary = build_summary(
         plan=plan,
@@ -232,6 +272,7 @@ async def maintain_fleet(
         finished_at=datetime.now(UTC),
         dashboard=client.settings.base_url,
         mail_clients_when_broken=policy.mail_clients_when_broken,
+        approval=approval,
     )
     summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
     await write_summary_task(quote(summary), run_dir)
@@ -245,6 +286,7 @@ async def update_fleet(
     policy_file: str = "",
     report_dir: str = "",
     dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+    at: datetime | SkipJsonSchema[None] = None,
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 
@@ -254,7 +296,8 @@ async def update_fleet(
         policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
         report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
         dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
+        at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
     """
     run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
-                                   report_dir=report_dir, dashboard=dashboard, run_checks=False)
+                                   report_dir=report_dir, dashboard=dashboard, run_checks=False, at=at)
     return str(run_dir / "summary.json")

@@ -17,6 +17,7 @@ NOT_DONE_ORDER = (
     Outcome.ignored,
     Outcome.excluded,
     Outcome.skipped,
+    Outcome.deferred,
 )
 OUTCOME_ORDER = (Outcome.updated, *NOT_DONE_ORDER)
 ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown})
@@ -31,6 +32,7 @@ OUTCOME_TITLES = {
     Outcome.ignored: "Ignored",
     Outcome.excluded: "Excluded",
     Outcome.skipped: "Skipped",
+    Outcome.deferred: "Deferred",
 }
 OUTCOME_EXPLANATIONS = {
     Outcome.failed: "The update was attempted and the site reported an error.",
@@ -41,6 +43,7 @@ OUTCOME_EXPLANATIONS = {
     Outcome.ignored: "On the dashboard's ignore list.",
     Outcome.excluded: "Left out by the maintenance policy.",
     Outcome.skipped: "The site could not be worked on (offline, suspended, disconnected or too old).",
+    Outcome.deferred: "Outside the site's maintenance window or in a blackout: not touched, due when it next opens.",
 }
 SITE_STATUS_TITLES = {
     "online": "online",
@@ -61,6 +64,7 @@ OUTCOME_COLORS = {
     Outcome.ignored: "#9aa5b1",
     Outcome.excluded: "#7b8794",
     Outcome.skipped: "#c3cad3",
+    Outcome.deferred: "#9aa5b1",
 }
 TYPE_NAMES = {
     UpdateType.translation: "translation",

@@ -27,13 +27,14 @@ def apply_policy(
     selection: Selection,
     dry_run: bool,
     settings: PipelineSettings,
+    planned_for: datetime | None = None,
 ) -> Plan:
     first_seen = FirstSeenStore(settings.state_path).record(
         (update.release for update in pending), created_at.date()
     )
     plan = build_plan(
         run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored, policy=policy,
-        first_seen=first_seen, selection=selection, dry_run=dry_run,
+        first_seen=first_seen, selection=selection, dry_run=dry_run, planned_for=planned_for,
     )
     store = HoldStore(settings.state_path)
     plan.items, superseded = hold_remembered(plan.items, store.active())
@@ -55,7 +56,9 @@ async def apply_policy_task(
     selection: Selection,
     dry_run: bool,
     settings: PipelineSettings,
+    planned_for: datetime | None = None,
 ) -> Plan:
     """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
     return apply_policy(run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored,
-                        policy=policy, selection=selection, dry_run=dry_run, settings=settings)
+                        policy=policy, selection=selection, dry_run=dry_run, settings=settings,
+                        planned_for=planned_for)

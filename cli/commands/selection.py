@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -20,6 +21,11 @@ Types = Annotated[list[str] | None, typer.Option("--types", help="Update types: 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Plan only: no write request is sent.")]
 PolicyPath = Annotated[Path | None, typer.Option("--policy", help="Policy file (YAML or TOML).")]
 ReportDir = Annotated[Path | None, typer.Option("--report-dir", help="Where run directories go.")]
+At = Annotated[
+    datetime | None,
+    typer.Option("--at", formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+                 help="With --dry-run: plan as if it were this moment (e.g. 2026-12-24T02:00:00Z; no zone = UTC)."),
+]
 
 
 def split(values: list[str] | None) -> list[str]:
@@ -84,12 +90,16 @@ def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], labe
 
     @app.callback()
     def run(dry_run: DryRun = False, policy: PolicyPath = None, sites: Sites = None, tags: Tags = None,
-            clients: Clients = None, types: Types = None, report_dir: ReportDir = None) -> None:
+            clients: Clients = None, types: Types = None, report_dir: ReportDir = None, at: At = None) -> None:
         chosen = selection(sites, tags, clients, types)
+        if at is not None and not dry_run:
+            raise typer.BadParameter("rehearses a plan: use it with --dry-run (a run that writes is always now)",
+                                     param_hint="--at")
         check_policy(policy)
         flow = load_flow()
         path = run_flow(label, lambda: flow(
             selection=chosen, dry_run=dry_run, policy_file=str(policy or ""), report_dir=str(report_dir or ""),
+            at=at,
         ))
         print_summary(path)
 
