@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from prefect import get_run_logger
 from prefect.exceptions import FlowPauseTimeout
@@ -55,9 +57,30 @@ def answer_from_form(form: ApprovalForm, items: list[PlanItem]) -> ApprovalAnswe
     return ApprovalAnswer(approved=approved, by=form.approved_by.strip() or ANSWERED_IN_THE_UI)
 
 
-async def ask_for_approval(plan: Plan, items: list[PlanItem], timeout_seconds: int) -> tuple[ApprovalAnswer,
-                                                                                              ApprovalRecord]:
-    """Pause the flow run until a person answers the form, or the timeout passes (then nothing is approved)."""
+async def tell_the_operator(rows: list[ApprovalChoice], until: str, dashboard_url: str, out_dir: Path) -> None:
+    """The gate is open: the operator hears it on the alert channels (e-mail or `.eml`, notification blocks)."""
+    from reporting.alert import ApprovalNotice, deliver_alert
+    from reporting.settings import MailSettings
+
+    notice = ApprovalNotice(
+        flow=flow_run.get_flow_name() or "nightly", run_name=flow_run.get_name() or "", run_id=flow_run.get_id() or "",
+        dashboard=urlsplit(dashboard_url).netloc.rpartition("@")[2] or dashboard_url, until=until,
+        items=tuple(f"{row.site}: {row.item} {row.change} ({row.why})" for row in rows),
+        ui_url=flow_run.get_flow_run_ui_url(),
+    )
+    try:
+        settings = MailSettings()
+    except ValueError as error:
+        get_run_logger().error("approval notice: the mail settings are unusable (%s)", error)
+        return
+    await deliver_alert(notice, settings, out_dir)
+
+
+async def ask_for_approval(
+    plan: Plan, items: list[PlanItem], timeout_seconds: int, dashboard_url: str, out_dir: Path
+) -> tuple[ApprovalAnswer, ApprovalRecord]:
+    """Tell the operator, then pause the flow run until a person answers the form, or the timeout passes (then
+    nothing is approved)."""
     logger = get_run_logger()
     opened = datetime.now(UTC)
     run_id = flow_run.get_id()
@@ -66,9 +89,10 @@ async def ask_for_approval(plan: Plan, items: list[PlanItem], timeout_seconds: i
     logger.warning("approval needed: %d update(s) wait for a person until %s; answer in the Prefect UI%s or with "
                    "`fleet approve %s --all`", len(items), until,
                    f" ({url})" if url else "", run_id)
+    rows = form_items(plan, items)
+    await tell_the_operator(rows, until, dashboard_url, out_dir)
     form = ApprovalForm.with_initial_data(
-        description=f"{len(items)} update(s) need a person's approval before they are applied.",
-        items=form_items(plan, items),
+        description=f"{len(items)} update(s) need a person's approval before they are applied.", items=rows,
     )
     try:
         answer = answer_from_form(

@@ -250,7 +250,8 @@ async def maintain_fleet(
         approval: ApprovalRecord | None = None
         waiting = [] if dry_run else awaiting(plan)
         if waiting:  # the unattended items are done: now a person decides about the rest
-            answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting))
+            answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting),
+                                                      client.settings.base_url, settings.report_dir / "alerts")
             approved = settle(plan, answer)
             if approved is not None:
                 result = await run_cohort(client, approved, approved.cohorts[0], settings, run_checks)

@@ -1,5 +1,6 @@
-"""The operator's alert when a night fails: a short message by e-mail (or `.eml`) and through Prefect
-notification blocks (Slack, a custom webhook, ... saved in Prefect and named in FLEET_ALERT_BLOCKS)."""
+"""The operator's alerts: a night that failed, or a night waiting at its approval gate. A short message by
+e-mail (or `.eml`) and through Prefect notification blocks (Slack, a custom webhook, ... saved in Prefect and
+named in FLEET_ALERT_BLOCKS)."""
 
 from __future__ import annotations
 
@@ -49,15 +50,57 @@ class Alert:
             *(f"  {line}" for line in self.first_lines),
         ])
 
+    @property
+    def file_stem(self) -> str:
+        return f"alert-{self.run_id}"
 
-def alert_email(alert: Alert, settings: MailSettings) -> Outgoing:
+
+@dataclass(frozen=True)
+class ApprovalNotice:
+    """A night paused at its approval gate: what waits for a person, until when, and where to answer."""
+
+    flow: str
+    run_name: str
+    run_id: str
+    dashboard: str
+    items: tuple[str, ...]  # "site: item from -> to (why)"
+    until: str
+    ui_url: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return (f"fleet-maintenance: {len(self.items)} update(s) wait for your approval "
+                f"(dashboard {self.dashboard}, run {self.run_name})")
+
+    @property
+    def body(self) -> str:
+        where = [f"Answer in the Prefect UI: {self.ui_url}"] if self.ui_url else []
+        shown = [f"  {line}" for line in self.items[:ERROR_LINES * 5]]
+        more = [f"  … and {len(self.items) - len(shown)} more"] if len(self.items) > len(shown) else []
+        return "\n".join([
+            f"The {self.flow} run {self.run_name} waits for a person until {self.until}; then the updates below",
+            "stay held and nothing more is applied.",
+            f"Dashboard: {self.dashboard}",
+            *where,
+            f"Or from a terminal: fleet approve {self.run_id} --all   (or --item SITE:SLUG)",
+            "",
+            *shown,
+            *more,
+        ])
+
+    @property
+    def file_stem(self) -> str:
+        return f"approval-{self.run_id}"
+
+
+def alert_email(alert: Alert | ApprovalNotice, settings: MailSettings) -> Outgoing:
     body = alert.body
     message = build_message(sender=settings.mail_from, recipients=settings.report_to, subject=alert.subject,
                             text=body, html=f"<pre>{html.escape(body)}</pre>", images={})
-    return Outgoing("alert", settings.report_to, message, f"alert-{alert.run_id}")
+    return Outgoing("alert", settings.report_to, message, alert.file_stem)
 
 
-async def deliver_alert(alert: Alert, settings: MailSettings, out_dir: Path) -> list[str]:
+async def deliver_alert(alert: Alert | ApprovalNotice, settings: MailSettings, out_dir: Path) -> list[str]:
     """Send the alert on every channel; returns one line per channel. A channel that fails is logged, never
     raised: the alert must not hide the failure it reports."""
     outcomes = []
