@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import date
+from datetime import UTC, date, datetime
 
 import numpy as np
 import pandas as pd
 
 from fleet.reconcile import DRY_RUN_RULE
-from fleet.summary import NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
@@ -21,6 +21,7 @@ from reporting.model import (
     Alarm,
     BreakdownRow,
     Checks,
+    DeferredGroup,
     Headline,
     HoldRow,
     NotDoneGroup,
@@ -265,6 +266,33 @@ def client_rows(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return {str(name): rows for name, rows in frame.groupby("client", sort=False, observed=True).indices.items()}
 
 
+def deferred_groups(sites: list[SiteRow], max_rows: int) -> list[DeferredGroup]:
+    """Deferred sites grouped by their reason (the window or the blackout), soonest opening first."""
+    groups: dict[str, list[SiteRow]] = {}
+    for site in sites:
+        if site.deferred:
+            groups.setdefault(site.deferred, []).append(site)
+    found = [
+        DeferredGroup(reason=clean(reason, 300), sites=[clean(site.site_name, 120) for site in members[:max_rows]],
+                      total=len(members),
+                      opens_at=min((as_utc(s.opens_at) for s in members if s.opens_at), default=None))
+        for reason, members in groups.items()
+    ]
+    return sorted(found, key=lambda group: (group.opens_at is None, group.opens_at or datetime.max.replace(tzinfo=UTC)))
+
+
+def approval_sentence(approval: ApprovalRecord | None) -> str | None:
+    """One sentence on the night's approval gate, for the operator."""
+    if approval is None:
+        return None
+    if approval.timed_out:
+        return (f"{approval.items} update(s) waited for approval and nobody answered before the timeout: "
+                "they stay held.")
+    who = clean(approval.answered_by or "the approver", 120)
+    return (f"{approval.approved} of {approval.items} update(s) that needed approval were approved by {who}; "
+            f"{approval.skipped} were not and stay held.")
+
+
 def build_report(
     summary: Summary,
     window: list[tuple[RunStamp, pd.DataFrame]],
@@ -333,4 +361,6 @@ def build_report(
         broken_more=max(0, len(broken) - MAX_ALARMS),
         already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
+        deferred=deferred_groups(sites, max(10, max_rows // 4)),
+        approval=approval_sentence(summary.approval) if client is None else None,
     )

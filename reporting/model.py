@@ -313,6 +313,20 @@ class HoldRow:
 
 
 @dataclass
+class DeferredGroup:
+    """Sites left alone tonight for one reason (a window, a blackout), and the earliest next opening."""
+
+    reason: str
+    sites: list[str]  # site names, capped
+    total: int
+    opens_at: datetime | None
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.sites)
+
+
+@dataclass
 class Chart:
     cid: str
     title: str
@@ -345,6 +359,8 @@ class ReportData:
     broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
     already_down: list[Alarm] = field(default_factory=list)
     night_holds: list[HoldRow] = field(default_factory=list)
+    deferred: list[DeferredGroup] = field(default_factory=list)
+    approval: str | None = None  # what the approval gate decided, in a sentence
 
     @property
     def kind(self) -> str:

@@ -66,6 +66,8 @@ class SiteRow:
     client: str | None = None
     status: str = "online"
     check: SiteCheck | None = None  # a Record: light enough as it is
+    deferred: str | None = None  # outside its window or in a blackout: why
+    opens_at: datetime | None = None
 
 
 class ReportSummary(Summary):

@@ -21,6 +21,7 @@ from prefect.settings import PREFECT_API_URL
 from fleet.plan import Decision, SiteRecord
 from fleet.summary import Outcome
 from flows.update import update_fleet
+from reporting.run_report import render_reports
 from tests.pipeline.conftest import installed, read_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -97,7 +98,8 @@ async def test_an_hourly_write_run_touches_only_the_sites_inside_their_window(da
     }})
     inside = {site.id for site in sites if tag in site.tags}
     before = emulator.truth()
-    summary, plan = read_run(await update_fleet(policy_file=policy))
+    summary_path = await update_fleet(policy_file=policy)
+    summary, plan = read_run(summary_path)
     truth = emulator.truth()
     applied = [item for item in plan.items if item.decision is Decision.apply]
     assert applied and {item.site_id for item in applied} <= inside
@@ -108,6 +110,12 @@ async def test_an_hourly_write_run_touches_only_the_sites_inside_their_window(da
                 before, item.site_id, item.type, item.slug)
     outside = [s for s in sites if s.id not in inside]
     assert all(truth["sites"][str(s.id)]["last_sync"] == before["sites"][str(s.id)]["last_sync"] for s in outside)
+    rendered = render_reports(Path(summary_path).parent)
+    text = rendered.path(rendered.operator, ".txt").read_text()
+    assert "Not touched tonight: maintenance windows" in text and "next opening" in text
+    assert f"{len(outside)} site(s): outside its maintenance window (" in text
+    html = rendered.path(rendered.operator, ".html").read_text()
+    assert html.count('data-row="window-group"') == 1
     again, _ = read_run(await update_fleet(policy_file=policy))  # the next hourly run, same window day
     reasons = {site.deferred for site in again.sites if site.site_id in inside}
     assert len(reasons) == 1 and next(iter(reasons)).startswith("already maintained on")
@@ -160,6 +168,9 @@ async def test_the_gate_pauses_is_approved_through_prefect_and_applies_the_item(
     assert {item.approved_by for item in gated} == {"Ada"} and {item.cohort for item in gated} == {"approved"}
     assert any(installed(truth, i.site_id, i.type, i.slug) == i.from_version for i in gated)  # not before the gate
     assert summary.approval.approved == len(gated) and summary.approval.answered_by == "Ada"
+    rendered = render_reports(Path(night.result()).parent)
+    assert f"{len(gated)} of {len(gated)} update(s) that needed approval were approved by Ada" in rendered.path(
+        rendered.operator, ".txt").read_text()
     assert {item.outcome for item in summary.items if item.slug != slug and item.rule is None} <= {Outcome.updated}
 
 
