@@ -4,7 +4,7 @@ import os
 
 import typer
 
-from cli.commands import blocks, check, dashboard, demo, emulator, nightly, report, serve, update
+from cli.commands import blocks, check, dashboard, demo, deploy, emulator, nightly, report, serve, update
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
@@ -27,3 +27,4 @@ app.add_typer(report.app, name="report")
 app.add_typer(demo.app, name="demo")
 app.add_typer(serve.app, name="serve")
 app.add_typer(blocks.app, name="blocks")
+app.add_typer(deploy.app, name="deploy")

@@ -94,13 +94,13 @@ def tally_summary(summary: dict[str, Any]) -> Tally:
     )
 
 
-def find_run_dir(report_dir: Path, flow_run_id: str) -> Path | None:
-    """The run directory a flow run wrote under `report_dir`: run ids end in the flow run id's first 8 characters
-    (`flows.update.run_identity`)."""
+def find_run_dir(report_dir: Path, flow_run_id: str, marker: str = SUMMARY_FILE) -> Path | None:
+    """The run directory a flow run wrote `marker` into under `report_dir`: run ids end in the flow run id's
+    first 8 characters (`flows.update.run_identity`)."""
     suffix = f"-{flow_run_id[:8]}"
     if not report_dir.is_dir():
         return None
-    found = sorted(p for p in report_dir.iterdir() if p.name.endswith(suffix) and (p / SUMMARY_FILE).is_file())
+    found = sorted(p for p in report_dir.iterdir() if p.name.endswith(suffix) and (p / marker).is_file())
     return found[-1] if found else None
 
 
