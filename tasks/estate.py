@@ -31,5 +31,5 @@ async def report_estate_task(estate: Estate, directory: Path, settings: MailSett
     logger.info("combined report: %s", files[0])
     for delivery in deliveries:
         if not delivery.accepted:
-            logger.warning("combined report to %r: %s", delivery.recipient, delivery.answer)
+            logger.warning("combined report to %s: %s", delivery.recipient or "nobody", delivery.answer)
     return deliveries

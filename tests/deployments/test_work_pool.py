@@ -17,7 +17,7 @@ from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from cli.estate_demo import POOL, LocalEstate
-from fleet.estate import NightStatus
+from fleet.estate import NightStatus, write_limit_name
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -84,6 +84,8 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
         for run in runs:
             assert run.state and run.state.type is StateType.COMPLETED
             assert run.work_pool_name == POOL and run.parameters["dashboard"] in estate.emulators
+            limit = (run.job_variables or {})["env"]["FLEET_CONCURRENCY_LIMIT"]
+            assert limit == write_limit_name(run.parameters["dashboard"]), "its own write budget"
             pid = int(str(run.infrastructure_pid).rsplit(":", 1)[-1])
             assert pid != os.getpid(), "run in a process of its own, not in the test's"
             assert run_by_a_worker(run, estate.logs), f"no worker ran {run.name}"
