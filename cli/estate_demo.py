@@ -30,6 +30,7 @@ from fleet.estate import ESTATE_FILE, Estate, find_run_dir
 POOL = "fleet-maintenance"
 FAN_OUT = "maintain-dashboards/maintain-dashboards"
 REPOSITORY = Path(__file__).resolve().parent.parent
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 _UUID = re.compile(r"UUID: ([0-9a-f-]{36})")
 
 
@@ -40,10 +41,10 @@ def command_path(name: str) -> str:
 
 @dataclass
 class EstateRun:
-    """What one `prefect deployment run` of the fan-out left: its flow run, its exit code, the combined result."""
+    """What one `prefect deployment run` of the fan-out left: its flow run, its final state, the combined result."""
 
     flow_run_id: str
-    returncode: int
+    state: str  # the Prefect state type: COMPLETED, or FAILED when a dashboard's night did not complete
     output: str
     estate: Estate
     directory: Path
@@ -135,11 +136,12 @@ class LocalEstate:
         if not found:
             raise RuntimeError(f"prefect deployment run printed no flow run id:\n{done.stdout}\n{done.stderr}")
         flow_run_id = found.group(1)
+        state = self._final_state(flow_run_id, timeout)  # `--watch` may stop early when its event stream closes
         directory = find_run_dir(self.report_dir / "estate", flow_run_id, marker=ESTATE_FILE)
         if directory is None:
-            raise RuntimeError(f"the fan-out {flow_run_id} wrote no {ESTATE_FILE} (exit {done.returncode}):\n"
+            raise RuntimeError(f"the fan-out {flow_run_id} ended {state} and wrote no {ESTATE_FILE}:\n"
                                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nlogs: {self.logs}")
-        return EstateRun(flow_run_id, done.returncode, done.stdout, Estate.read(directory), directory)
+        return EstateRun(flow_run_id, state, done.stdout, Estate.read(directory), directory)
 
     def stop(self) -> None:
         """Workers first, then the server (each started in its own process group), then the dashboards."""
@@ -172,6 +174,14 @@ class LocalEstate:
         with (self.logs / f"{name}.log").open("wb") as log:  # the process keeps its own handle
             self._processes.append(subprocess.Popen(argv, env=self._env, stdout=log,  # noqa: S603 - our commands
                                                     stderr=subprocess.STDOUT, cwd=self.source, start_new_session=True))
+
+    def _final_state(self, flow_run_id: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            state = (httpx.get(f"{self.api_url}/flow_runs/{flow_run_id}", timeout=30).json().get("state") or {})
+            if state.get("type") in TERMINAL or time.monotonic() > deadline:
+                return str(state.get("type"))
+            time.sleep(1)
 
     def _wait_for_server(self, timeout: float = 180) -> None:
         deadline = time.monotonic() + timeout
