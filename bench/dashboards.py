@@ -30,7 +30,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != Pa
 
 from prefect import flow, task  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId  # noqa: E402
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId  # noqa: E402
 from prefect.settings import PREFECT_API_URL, temporary_settings  # noqa: E402
 
 from cli.estate_demo import LocalEstate  # noqa: E402
@@ -66,9 +66,9 @@ async def night_figures(fan_out_id: str) -> dict[str, Any]:
         )
         task_runs = 0
         for child in children:
-            task_runs += await client.count_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[child.id]))
-            )
+            matching = {"flow_runs": {"id": {"any_": [str(child.id)]}}}
+            answer = await client._client.post("/task_runs/count", json=matching)  # no count method in 3.8
+            task_runs += int(answer.json())
     assert fan_out.start_time and fan_out.end_time
     return {
         "fan_out_s": (fan_out.end_time - fan_out.start_time).total_seconds(),
