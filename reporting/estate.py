@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import css_inline
+
 from fleet.estate import DashboardNight, Estate, NightStatus
 from fleet.summary import Delivery
 from reporting.mail import Outgoing, build_message, send, write_eml
@@ -66,7 +68,10 @@ def render_estate(estate: Estate, directory: Path) -> list[Path]:
     written = []
     for suffix in ("html", "txt"):
         path = directory / f"{ESTATE_STEM}.{suffix}"
-        path.write_text(environment().get_template(f"estate.{suffix}.j2").render(view=view), encoding="utf-8")
+        body = environment().get_template(f"estate.{suffix}.j2").render(view=view)
+        if suffix == "html":  # mail clients drop <style>: inline it, as the other reports do
+            body = css_inline.inline(body, keep_at_rules=True, load_remote_stylesheets=False)
+        path.write_text(body, encoding="utf-8")
         written.append(path)
     return written
 
