@@ -4,7 +4,20 @@ import os
 
 import typer
 
-from cli.commands import approve, blocks, check, dashboard, demo, emulator, holds, nightly, report, serve, update
+from cli.commands import (
+    approve,
+    blocks,
+    check,
+    dashboard,
+    demo,
+    deploy,
+    emulator,
+    holds,
+    nightly,
+    report,
+    serve,
+    update,
+)
 
 app = typer.Typer(
     help="Keep a fleet of WordPress sites patched through a MainWP-style dashboard.", no_args_is_help=True
@@ -29,3 +42,4 @@ app.add_typer(serve.app, name="serve")
 app.add_typer(blocks.app, name="blocks")
 app.add_typer(holds.app, name="holds")
 app.add_typer(approve.app, name="approve")
+app.add_typer(deploy.app, name="deploy")

@@ -11,11 +11,8 @@ import os
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from prefect import serve
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.deployments.runner import RunnerDeployment
-from prefect.exceptions import ObjectNotFound
 from prefect.schedules import Cron
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,6 +21,7 @@ from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report
 from flows.update import update_fleet
+from tasks.limits import ensure_concurrency_limit
 
 ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
 TAGS = ["fleet-maintenance"]
@@ -84,15 +82,6 @@ async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment
             tags=TAGS,
         ),
     ]
-
-
-async def ensure_concurrency_limit(name: str, slots: int) -> None:
-    """Create the global concurrency limit if the server does not have it yet (an existing one is kept)."""
-    async with get_client() as client:
-        try:
-            await client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=slots))
 
 
 def serve_deployments(settings: ScheduleSettings | None = None) -> None:

@@ -35,8 +35,17 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed of the generated fleet and of the faults.")] = 0,
     faults: Annotated[str, typer.Option(help="Fault profile: none, realistic, hostile or a file.")] = "realistic",
     time_scale: Annotated[float, typer.Option(min=0.0001, help="Multiplier of every dashboard delay.")] = 0.002,
+    dashboards: Annotated[int, typer.Option(min=1, max=12, help="More than 1: the night over that many dashboards "
+                                            "on a local Prefect server and work pool (maintain-dashboards).")] = 1,
+    workers: Annotated[int, typer.Option(min=1, max=8, help="Workers of that pool (with --dashboards).")] = 2,
 ) -> None:
     console = Console()
+    if dashboards > 1:
+        from cli.estate_demo import run_estate_demo
+
+        run_estate_demo(output, dashboards=dashboards, workers=workers, sites=sites, faults=faults,
+                        time_scale=time_scale, nights=nights, console=console)
+        return
     home = own_prefect_home(output)
     if home:
         console.print(f"Prefect home for the demo: {home}", soft_wrap=True)

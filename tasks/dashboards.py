@@ -1,0 +1,124 @@
+"""The fan-out's steps: which dashboards are saved, whether each one answers, and each one's night as a flow run
+of a deployment on the work pool (run by whichever worker picks it up)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import StateType
+from prefect.concurrency.asyncio import concurrency
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+from prefect.runtime import flow_run
+
+from dashboard.block import DashboardConnection
+from dashboard.client import DashboardClient
+from dashboard.errors import DashboardError, TransportError
+from fleet.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
+from tasks.limits import ensure_concurrency_limit
+
+# The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.
+REACH_OVERRIDES: dict[str, Any] = {"max_attempts": 2, "connect_timeout": 5.0, "read_timeout": 30.0, "retry_cap": 2.0}
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Whether a saved dashboard answered: its address and site count, or why not."""
+
+    block: str
+    base_url: str | None = None
+    sites: int | None = None
+    status: NightStatus | None = None  # unreachable or not_started when it cannot have a night
+    reason: str | None = None
+
+
+@task(name="saved-dashboards")
+async def saved_dashboards_task() -> list[str]:
+    """The names of every saved Dashboard Connection block."""
+    async with get_client() as client:
+        documents = await client.read_block_documents_by_type(
+            DashboardConnection.get_block_type_slug(), include_secrets=False
+        )
+    return sorted(document.name for document in documents if document.name and not document.is_anonymous)
+
+
+@task(name="dashboard-limits", task_run_name="limits-{block}")
+async def ensure_dashboard_limits_task(block: str, slots: int) -> None:
+    """The dashboard's own write budget (`slots` calls in flight) and its one-night-at-a-time lock."""
+    await ensure_concurrency_limit(write_limit_name(block), slots)
+    await ensure_concurrency_limit(night_lock_name(block), 1)
+
+
+@task(name="reach-dashboard", task_run_name="reach-{block}")
+async def reach_dashboard_task(block: str) -> Reach:
+    """Load the block and ask the dashboard for its site count: an unreachable dashboard gets no night."""
+    try:
+        connection = await DashboardConnection.load(block)
+    except ValueError as error:  # Prefect: no block document with that name
+        return Reach(block, status=NightStatus.not_started, reason=f"no saved Dashboard Connection {block!r}: {error}")
+    try:
+        async with DashboardClient.from_block(connection, **REACH_OVERRIDES) as client:
+            sites = await client.count_sites()
+    except TransportError as error:
+        return Reach(block, connection.base_url, status=NightStatus.unreachable, reason=str(error))
+    except DashboardError as error:  # refused credentials, a broken answer: a night would fail the same way
+        return Reach(block, connection.base_url, status=NightStatus.not_started, reason=str(error))
+    return Reach(block, connection.base_url, sites=sites)
+
+
+async def saved_block_id(name: str) -> Any:
+    """The id of a saved Dashboard Connection block (ObjectNotFound when there is none by that name)."""
+    async with get_client() as client:
+        document = await client.read_block_document_by_name(name, DashboardConnection.get_block_type_slug())
+    return document.id
+
+
+@task(name="dashboard-night", task_run_name="night-{block}")
+async def dashboard_night_task(
+    block: str,
+    deployment: str,
+    parameters: dict[str, Any],
+    environment: dict[str, str],
+    report_dir: Path,
+    base_url: str | None,
+    lock_wait_seconds: float,
+) -> DashboardNight:
+    """One flow run of `deployment` for this dashboard, waited for while holding the dashboard's night lock.
+
+    The flow run writes under `report_dir` (a path every worker shares) and takes its write slots from the
+    dashboard's own global concurrency limit (`FLEET_CONCURRENCY_LIMIT` in the run's environment). A retried
+    fan-out creates no second flow run: the idempotency key names the fan-out's run and the block.
+    """
+    logger = get_run_logger()
+    env = {**environment, "FLEET_CONCURRENCY_LIMIT": write_limit_name(block)}
+    try:
+        # the night's `dashboard` parameter is a block picker: it takes a reference to the saved block
+        reference = {"$ref": {"block_document_id": str(await saved_block_id(block))}}
+        async with concurrency(night_lock_name(block), occupy=1, timeout_seconds=lock_wait_seconds, strict=True):
+            child = await run_deployment(
+                deployment,
+                parameters={**parameters, "dashboard": reference, "report_dir": str(report_dir)},
+                job_variables={"env": env},
+                idempotency_key=f"{flow_run.get_id()}-{block}",
+                tags=["fleet-maintenance", f"dashboard:{block}"],
+                timeout=None,
+            )
+    except TimeoutError:
+        return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url,
+                              message=f"another night of this dashboard held {night_lock_name(block)!r} "
+                                      f"for {lock_wait_seconds:g} s")
+    except ObjectNotFound:
+        return DashboardNight(block=block, status=NightStatus.not_started, base_url=base_url,
+                              message=f"no deployment {deployment!r} on the Prefect server")
+    state = child.state
+    completed = state is not None and state.type is StateType.COMPLETED
+    night = read_night(block, status=NightStatus.completed if completed else NightStatus.failed,
+                       report_dir=report_dir, flow_run_id=str(child.id), flow_run_name=child.name,
+                       state=state.name if state else None, message=None if completed else (
+                           state.message if state else "no final state"), base_url=base_url)
+    logger.info("dashboard %s: %s (flow run %s)", block, night.status.value, child.name)
+    return night

@@ -1,0 +1,27 @@
+"""prefect.yaml describes the same night over many dashboards as `fleet deploy` registers, with entrypoints that
+load (a broken one fails only on a worker, at night)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from prefect.flows import load_flow_from_entrypoint
+
+from deployments.work_pool import FAN_OUT_DEPLOYMENT, POOL_DEPLOYMENTS
+from flows.dashboards import NIGHT_DEPLOYMENT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_prefect_yaml_has_the_fan_out_and_its_nights() -> None:
+    described = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
+    for deployment in POOL_DEPLOYMENTS:
+        entry = described[deployment.name]
+        assert entry["entrypoint"] == deployment.entrypoint
+        assert entry["work_pool"]["name"] == "fleet-maintenance"
+        assert ("concurrency_limit" in entry) is deployment.one_at_a_time, "nights are kept apart by their lock"
+        flow = load_flow_from_entrypoint(str(ROOT / deployment.entrypoint))
+        assert f"{flow.name}/{deployment.name}" in {NIGHT_DEPLOYMENT, FAN_OUT_DEPLOYMENT}
+    assert [s["active"] for s in described["maintain-dashboards"]["schedules"]] == [False], "off until switched on"
+    assert "schedules" not in described["dashboard-night"], "started by the fan-out only"

@@ -1,0 +1,113 @@
+"""The night over three dashboards on a real work pool, set up with the README's commands: a Prefect server on a
+socket, a process pool, two `prefect worker` processes, three emulated dashboards saved as blocks, and
+`prefect deployment run` of maintain-dashboards (twice: all three answer, then one does not)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+import shlex
+from pathlib import Path
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from cli.estate_demo import POOL, LocalEstate
+from fleet.estate import NightStatus, write_limit_name
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def documented_commands() -> list[list[str]]:
+    """The commands of the README's "Scaling out with work pools" block, without comments, variables or exports."""
+    section = README.read_text().split("### Scaling out with work pools", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the section shows its commands"
+    commands = []
+    for line in block.group(1).splitlines():
+        words = shlex.split(line, comments=True)
+        while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+            words.pop(0)
+        if words and words[0] != "export":
+            commands.append(words)
+    return commands
+
+
+def ran_as_documented(documented: list[str], ran: list[list[str]]) -> bool:
+    """Some command ran with the documented program, sub-commands and names, and every documented option."""
+    positional = list(itertools.takewhile(lambda word: not word.startswith("--"), documented))
+    options = {w for w in documented if w.startswith("--")}
+    for argv in ran:
+        words = [Path(argv[0]).name, *argv[1:]]
+        if words[: len(positional)] == positional and options <= set(words):
+            return True
+    return False
+
+
+async def children(api_url: str, parent: str) -> list[FlowRun]:
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            return await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[parent]))
+            )
+
+
+def run_by_a_worker(flow_run: FlowRun, logs: Path) -> bool:
+    """A worker's log says it submitted this run (and did not abort it: the other worker took it)."""
+    for log in logs.glob("worker-*.log"):
+        text = log.read_text(errors="replace")
+        if f"submitting flow run '{flow_run.id}'" in text and f"Aborted submission of flow run '{flow_run.id}'" not in (
+            text
+        ):
+            return True
+    return False
+
+
+def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
+    with LocalEstate(tmp_path, dashboards=3, workers=2, sites=6, time_scale=0.001) as estate:
+        for documented in documented_commands():
+            if documented[:2] != ["prefect", "deployment"]:
+                assert ran_as_documented(documented, estate.commands), f"not run as the README says: {documented}"
+        first = estate.run_night()
+
+        assert first.state == "COMPLETED", first.output
+        assert ran_as_documented(documented_commands()[-1], estate.commands)
+        assert [(n.block, n.status) for n in first.estate.nights] == [
+            (f"dashboard-{i}", NightStatus.completed) for i in (1, 2, 3)
+        ]
+        runs = asyncio.run(children(estate.api_url, first.flow_run_id))
+        assert len(runs) == 3 and {str(run.id) for run in runs} == {n.flow_run_id for n in first.estate.nights}
+        for run in runs:
+            assert run.state and run.state.type is StateType.COMPLETED
+            assert run.work_pool_name == POOL and run.parameters["dashboard"] in estate.emulators
+            limit = (run.job_variables or {})["env"]["FLEET_CONCURRENCY_LIMIT"]
+            assert limit == write_limit_name(run.parameters["dashboard"]), "its own write budget"
+            pid = int(str(run.infrastructure_pid).rsplit(":", 1)[-1])
+            assert pid != os.getpid(), "run in a process of its own, not in the test's"
+            assert run_by_a_worker(run, estate.logs), f"no worker ran {run.name}"
+        sizes = {n.block: n.tally.sites for n in first.estate.nights if n.tally}
+        assert sizes == {"dashboard-1": 6, "dashboard-2": 10, "dashboard-3": 14}, "three different fleets"
+        assert all(n.tally and n.tally.updated > 0 for n in first.estate.nights)
+
+        html = first.report.read_text()
+        assert html.index('id="estate"') < html.index('id="dashboard-1"') < html.index('id="dashboard-3"')
+        links = re.findall(r'<a href="([^"#][^"]*)">This dashboard', html)
+        assert len(links) == 3 and all((first.directory / link).is_file() for link in links)
+        assert (first.directory / "estate.eml").is_file(), "delivered like the other reports (no SMTP: .eml)"
+
+        estate.emulators["dashboard-2"].stop()
+        second = estate.run_night()
+
+        assert second.state == "FAILED", "the fan-out ends Failed, naming the dashboard"
+        status = {n.block: n.status for n in second.estate.nights}
+        assert status == {"dashboard-1": NightStatus.completed, "dashboard-2": NightStatus.unreachable,
+                          "dashboard-3": NightStatus.completed}
+        runs = asyncio.run(children(estate.api_url, second.flow_run_id))
+        assert sorted(run.parameters["dashboard"] for run in runs) == ["dashboard-1", "dashboard-3"]
+        assert all(run.state and run.state.type is StateType.COMPLETED for run in runs)
+        text = (second.directory / "estate.txt").read_text()
+        assert "1 OF 3 DASHBOARDS DID NOT COMPLETE" in text and "dashboard-2: unreachable" in text
