@@ -64,8 +64,9 @@ def _count(value: Any) -> int | None:
 def tally_summary(summary: dict[str, Any]) -> Tally:
     """Count a `summary.json` as read (an untrusted, possibly older or newer shape).
 
-    `broken` (sites the night broke) and `deferred` are counted only where the summary records them: a top-level
-    list or number, or a `deferred` outcome. Outcomes are counted from the items when the counts are missing.
+    `broken` (sites the night broke: the top-level list) and `deferred` (sites left alone by their maintenance
+    window: `sites[].deferred`) are counted only where the summary records them; an older summary without them
+    shows "n/a", never an invented 0. Outcomes are counted from the items when the counts are missing.
     """
     items = summary.get("items") if isinstance(summary.get("items"), list) else []
     counts = (summary.get("counts") or {}).get("by_outcome") if isinstance(summary.get("counts"), dict) else None
@@ -76,10 +77,10 @@ def tally_summary(summary: dict[str, Any]) -> Tally:
             if isinstance(outcome, str):
                 counts[outcome] = counts.get(outcome, 0) + 1
     by_outcome = {str(name): n for name, n in counts.items() if isinstance(n, int) and n >= 0}
-    deferred = _count(summary.get("deferred"))
-    if deferred is None and "deferred" in by_outcome:
-        deferred = by_outcome["deferred"]
     sites = summary.get("sites")
+    site_rows = [site for site in sites if isinstance(site, dict)] if isinstance(sites, list) else []
+    recorded = any("deferred" in site for site in site_rows)
+    deferred = sum(1 for site in site_rows if site.get("deferred")) if recorded else None
     errors = summary.get("errors")
     return Tally(
         sites=len(sites) if isinstance(sites, list) else 0,

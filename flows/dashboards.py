@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
+from prefect_email import EmailServerCredentials
+from pydantic.json_schema import SkipJsonSchema
 
 from fleet.estate import DashboardNight, Estate
 from fleet.summary import Selection
@@ -33,10 +35,10 @@ async def maintain_dashboards(
     dashboards: list[str] | None = None,
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dry_run: bool = False,
-    policy_file: str | None = None,
-    report_dir: str | None = None,
+    policy_file: str = "",
+    report_dir: str = "",
     send_report: bool = True,
-    email_block: str | None = None,
+    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
     environment: dict[str, dict[str, str]] | None = None,
     deployment: str = NIGHT_DEPLOYMENT,
     lock_wait_seconds: float = 60.0,
@@ -54,7 +56,7 @@ async def maintain_dashboards(
         report_dir: A directory every worker shares; each dashboard's runs go to REPORT_DIR/<block>, the
             combined report to REPORT_DIR/estate/<run id>. Empty means FLEET_REPORT_DIR.
         send_report: E-mail each dashboard's reports and the combined one (a dry run never sends).
-        email_block: Name of a prefect-email EmailServerCredentials block; empty means FLEET_SMTP_*.
+        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
         environment: Extra variables for one dashboard's night, by block name (its policy file, recipients...).
         deployment: The deployment each dashboard's night runs as (`flow name/deployment name`).
         lock_wait_seconds: How long to wait for a dashboard's night lock before reporting it busy.
@@ -69,7 +71,9 @@ async def maintain_dashboards(
         raise ValueError("no saved Dashboard Connection blocks: save one (`fleet blocks save --dashboard NAME`)")
     logger.info("%d dashboard(s): %s", len(blocks), ", ".join(blocks))
     parameters = {"selection": selection.model_dump(mode="json"), "dry_run": dry_run, "policy_file": policy_file,
-                  "send_report": send_report, "email_block": email_block}
+                  "send_report": send_report}
+    if email_block is not None:  # each night gets a reference to the same saved block
+        parameters["email_block"] = email_block.model_dump(context={"serialize_blocks_as_references": True})
 
     async def night(block: str) -> DashboardNight:
         reach = await reach_dashboard_task(block)
@@ -83,7 +87,7 @@ async def maintain_dashboards(
     nights = await asyncio.gather(*(night(block) for block in blocks))
     estate = Estate(run_id=run_id, started_at=started, dry_run=dry_run, nights=list(nights))
     send = send_report and not dry_run
-    await report_estate_task(estate, root / ESTATE_DIR / run_id, await mail_settings(email_block) if send else None)
+    await report_estate_task(estate, root / ESTATE_DIR / run_id, mail_settings(email_block) if send else None)
     if estate.problems:
         done = len(blocks) - len(estate.problems)
         return Failed(message=f"{done} of {len(blocks)} dashboards completed; " + "; ".join(estate.problems),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from datetime import UTC, date, datetime
 from email import message_from_bytes, policy
 from pathlib import Path
@@ -21,16 +20,20 @@ FLOW_RUNS = {"brand-a": "0b5e2c5d-1111-4a4a-9c9c-000000000001", "brand-b": "7f00
 
 def write_night(report_dir: Path, block: str, night: date, *, seed: int, newer: bool = False) -> Path:
     """A night as a dashboard's flow run writes it: REPORT_DIR/<block>/<stamp>-<flow run id[:8]>/summary.json.
-    `newer` adds fields a later summary may carry (sites the night broke, a deferred outcome)."""
+    `newer` records sites the night broke and a deferred site; without it the summary is as older nights wrote
+    it, without either."""
     summary = build_summary(night, seed=seed, run_id=f"{night:%Y%m%d}-020000-{FLOW_RUNS[block][:8]}")
     run_dir = report_dir / block / summary.run_id
     summary.write(run_dir)
+    raw = json.loads((run_dir / "summary.json").read_text())
     if newer:
-        raw = json.loads((run_dir / "summary.json").read_text())
         raw["broken"] = [{"site_id": 1, "site_url": "https://acmedental.com"}, {"site_id": 2}]
-        raw["items"][0]["outcome"] = "deferred"
-        raw["counts"]["by_outcome"] = Counter(item["outcome"] for item in raw["items"])
-        (run_dir / "summary.json").write_text(json.dumps(raw))
+        raw["sites"][0]["deferred"] = "outside its maintenance window (01:00-04:00 Europe/Berlin)"
+    else:  # a summary written before nights recorded broken and deferred sites
+        raw.pop("broken", None)
+        for site in raw["sites"]:
+            site.pop("deferred", None)
+    (run_dir / "summary.json").write_text(json.dumps(raw))
     return run_dir
 
 
