@@ -48,6 +48,14 @@ def ran_as_documented(documented: list[str], ran: list[list[str]]) -> bool:
     return False
 
 
+async def block_names(api_url: str, runs: list[FlowRun]) -> list[str]:
+    """The saved Dashboard Connection each run was given (its `dashboard` parameter is a block reference)."""
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            return [(await client.read_block_document(run.parameters["dashboard"]["$ref"]["block_document_id"])).name
+                    for run in runs]
+
+
 async def children(api_url: str, parent: str) -> list[FlowRun]:
     with temporary_settings({PREFECT_API_URL: api_url}):
         async with get_client() as client:
@@ -81,11 +89,13 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
         ]
         runs = asyncio.run(children(estate.api_url, first.flow_run_id))
         assert len(runs) == 3 and {str(run.id) for run in runs} == {n.flow_run_id for n in first.estate.nights}
-        for run in runs:
+        names = asyncio.run(block_names(estate.api_url, runs))
+        assert sorted(names) == sorted(estate.emulators)
+        for run, name in zip(runs, names, strict=True):
             assert run.state and run.state.type is StateType.COMPLETED
-            assert run.work_pool_name == POOL and run.parameters["dashboard"] in estate.emulators
+            assert run.work_pool_name == POOL
             limit = (run.job_variables or {})["env"]["FLEET_CONCURRENCY_LIMIT"]
-            assert limit == write_limit_name(run.parameters["dashboard"]), "its own write budget"
+            assert limit == write_limit_name(name), "its own write budget"
             pid = int(str(run.infrastructure_pid).rsplit(":", 1)[-1])
             assert pid != os.getpid(), "run in a process of its own, not in the test's"
             assert run_by_a_worker(run, estate.logs), f"no worker ran {run.name}"
@@ -107,7 +117,7 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
         assert status == {"dashboard-1": NightStatus.completed, "dashboard-2": NightStatus.unreachable,
                           "dashboard-3": NightStatus.completed}
         runs = asyncio.run(children(estate.api_url, second.flow_run_id))
-        assert sorted(run.parameters["dashboard"] for run in runs) == ["dashboard-1", "dashboard-3"]
+        assert sorted(asyncio.run(block_names(estate.api_url, runs))) == ["dashboard-1", "dashboard-3"]
         assert all(run.state and run.state.type is StateType.COMPLETED for run in runs)
         text = (second.directory / "estate.txt").read_text()
         assert "1 OF 3 DASHBOARDS DID NOT COMPLETE" in text and "dashboard-2: unreachable" in text
