@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -62,6 +63,7 @@ class Answer:
     headers: httpx.Headers
     method: str
     path: str
+    elapsed: float = 0.0  # seconds from sending to the answer, not counting the wait for a free slot
 
 
 class SecretRedactor(logging.Filter):
@@ -178,9 +180,11 @@ class Transport:
         auth = httpx.BasicAuth(*credentials.basic) if credentials.basic else None
         try:
             async with self._in_flight:  # the rest wait here, without httpx's pool timeout
+                sent = time.monotonic()
                 response = await self._http.request(
                     method, url, params=query or None, json=json, data=form, headers=credentials.headers, auth=auth
                 )
+                elapsed = time.monotonic() - sent
         except _NOT_SENT as exc:
             raise TransportError(self._describe(exc), code="connect", method=method, path=path) from None
         except (httpx.RequestError, OSError) as exc:  # OSError: an in-process (ASGI) server that dropped us
@@ -208,7 +212,7 @@ class Transport:
             if body is _NOT_JSON:
                 raise InvalidResponse("the answer is not JSON", status=response.status_code, method=method,
                                       path=path)
-            return Answer(response.status_code, body, response.headers, method, path)
+            return Answer(response.status_code, body, response.headers, method, path, elapsed)
         raise self._settle(error, safe)
 
     def _settle(self, error: DashboardError, safe: bool) -> DashboardError:

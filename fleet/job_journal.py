@@ -1,12 +1,16 @@
-"""Every batch job the pipeline starts, written down the moment the dashboard answers.
+"""What the pipeline sent, written down before it is sent: runs, write calls (intents) and batch jobs.
 
 The dashboard has no guard against a second identical job, so a retried task or a re-run after a crash looks
-here first and waits on the job already running instead of starting it again.
+here first and waits on the job already running instead of starting it again. A run killed mid-night leaves
+its run open and its intents behind: the next run finds them, waits for those sites to be quiet, and accounts
+for every item the killed run touched (`fleet.interrupted`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,12 +20,22 @@ from fleet.first_seen import open_state_db
 from fleet.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
 from fleet.summary import UpdateType
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, kind TEXT NOT NULL, type TEXT, started_at TEXT NOT NULL,
     site_ids TEXT NOT NULL, slugs TEXT NOT NULL, finished INTEGER NOT NULL DEFAULT 0
+)""",
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, run_dir TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
+    accounted_by TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, kind TEXT NOT NULL, type TEXT,
+    items TEXT NOT NULL, sent_at TEXT NOT NULL, answered INTEGER NOT NULL DEFAULT 0
+)""",
 )
-"""
+
+PlannedItem = tuple[int, str, str]  # (site id, slug, installed version when planned)
 
 
 class JournalEntry(BaseModel):
@@ -35,6 +49,31 @@ class JournalEntry(BaseModel):
     finished: bool = False
 
 
+class Intent(BaseModel):
+    """One write call as it was about to be sent."""
+
+    id: int
+    run_id: str
+    kind: str
+    type: UpdateType | None = None
+    items: list[PlannedItem]
+    sent_at: datetime
+    answered: bool
+
+    @property
+    def site_ids(self) -> list[int]:
+        return sorted({site_id for site_id, _, _ in self.items})
+
+
+class OpenRun(BaseModel):
+    """A run that started and never finished, with every write call it sent."""
+
+    run_id: str
+    run_dir: Path
+    started_at: datetime
+    intents: list[Intent] = Field(default_factory=list)
+
+
 class JobJournal:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -43,8 +82,12 @@ class JobJournal:
         connection = open_state_db(self.path)
         try:
             with connection:
-                connection.execute(_SCHEMA)
-                return connection.execute(sql, parameters).fetchall()
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                cursor = connection.execute(sql, parameters)
+                rows = cursor.fetchall()
+                self._last_id = cursor.lastrowid
+                return rows
         finally:
             connection.close()
 
@@ -88,3 +131,62 @@ class JobJournal:
             )
             for job_id, run_id, kind_, type_, started, site_ids, slugs, finished in rows
         ]
+
+    # runs and intents
+
+    def start_run(self, run_id: str, run_dir: Path) -> None:
+        self._execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, NULL, NULL, ?, ?)",
+                      (run_id, str(run_dir), datetime.now(UTC).isoformat(), socket.gethostname(), os.getpid()))
+
+    def finish_run(self, run_id: str) -> None:
+        """The run accounted for everything it sent: its intents are no longer needed."""
+        self._execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (datetime.now(UTC).isoformat(), run_id))
+        self._execute("DELETE FROM intents WHERE run_id = ?", (run_id,))
+
+    def intend(self, run_id: str, kind: str, type_: UpdateType | None, items: list[PlannedItem]) -> int:
+        """Write a call down before it is sent; returns the intent's id."""
+        self._execute("INSERT INTO intents (run_id, kind, type, items, sent_at) VALUES (?, ?, ?, ?, ?)",
+                      (run_id, kind, type_.value if type_ else None, json.dumps(items), datetime.now(UTC).isoformat()))
+        return int(self._last_id)
+
+    def answered(self, intent_id: int) -> None:
+        self._execute("UPDATE intents SET answered = 1 WHERE id = ?", (intent_id,))
+
+    def open_runs(self, current: str) -> list[OpenRun]:
+        """Runs other than `current` that never finished and that no later run has accounted for yet."""
+        runs = self._execute("SELECT run_id, run_dir, started_at, host, pid FROM runs WHERE finished_at IS NULL "
+                             "AND accounted_by IS NULL AND run_id != ? ORDER BY started_at", (current,))
+        found = []
+        for run_id, run_dir, started, host, pid in runs:
+            if _still_running(host, pid, datetime.fromisoformat(started)):
+                continue
+            rows = self._execute("SELECT id, kind, type, items, sent_at, answered FROM intents WHERE run_id = ? "
+                                 "ORDER BY id", (run_id,))
+            intents = [Intent(id=id_, run_id=run_id, kind=kind, type=type_,
+                              items=[tuple(entry) for entry in json.loads(items)],
+                              sent_at=datetime.fromisoformat(sent), answered=bool(answered))
+                       for id_, kind, type_, items, sent, answered in rows]
+            found.append(OpenRun(run_id=run_id, run_dir=Path(run_dir), started_at=datetime.fromisoformat(started),
+                                 intents=intents))
+        return found
+
+    def accounted(self, run_id: str, by: str) -> None:
+        """`by` accounted for the items of the interrupted `run_id`."""
+        self._execute("UPDATE runs SET accounted_by = ? WHERE run_id = ?", (by, run_id))
+        self._execute("DELETE FROM intents WHERE run_id = ?", (run_id,))
+
+
+def _still_running(host: str, pid: int, started: datetime) -> bool:
+    """A run on this machine is alive while its process is; one elsewhere is taken as alive for a day (a run
+    on another worker of the same work pool cannot be asked)."""
+    if host != socket.gethostname():
+        return datetime.now(UTC) - started < timedelta(days=1)
+    if pid == os.getpid():
+        return False  # an earlier run of this process (a flow run in the same process) that ended badly
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

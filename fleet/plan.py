@@ -7,7 +7,7 @@ dates. The executor reads only the plan; it never re-reads the policy.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
 from urllib.parse import urlsplit
@@ -47,6 +47,11 @@ class SiteRecord(Record):
     tags: list[str] = Field(default_factory=list)
     status: SiteStatus = SiteStatus.online
     status_reason: str | None = None
+    last_sync: datetime | None = None
+
+    def synced_within(self, hours: float, now: datetime) -> bool:
+        """The dashboard synced this site less than `hours` ago (never, for 0 hours)."""
+        return hours > 0 and self.last_sync is not None and now - self.last_sync < timedelta(hours=hours)
 
     @cached_property
     def domain(self) -> str:

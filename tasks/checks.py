@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import httpx
 from prefect import task
 
-from dashboard.errors import DashboardError
-from fleet.execution import split_evenly
+from dashboard.errors import DashboardError, OutcomeUnknown
+from fleet.call_sizing import CallSizer, Work, send_sized
 from fleet.fan_out import fan_out
 from fleet.plan import SiteRecord
 from fleet.settings import PipelineSettings
@@ -27,14 +27,20 @@ log = logging.getLogger("fleet.checks")
 
 
 async def dashboard_checks(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sizer: CallSizer | None = None
 ) -> dict[int, SiteCheck]:
-    """`check-sites-v1` over the sites (a queued check is waited on; it then reports only failures)."""
+    """`check-sites-v1` over the sites in calls sized by time (a queued check is waited on; it then reports
+    only failures; a check whose answer was lost is not sent again)."""
     index = SiteErrorIndex(sites)
     checks: dict[int, SiteCheck] = {}
 
-    async def check_call(site_ids: list[int]) -> None:
-        start = await client.check_sites(site_ids)
+    async def check_call(_: object, work: list[Work]) -> tuple[None, float | None]:
+        site_ids = [part.site_id for part in work]
+        try:
+            start = await client.check_sites(site_ids)
+        except OutcomeUnknown as error:
+            checks.update({site_id: SiteCheck(error=f"the check's answer was lost: {error}") for site_id in site_ids})
+            return None, None
         if start.result is not None:
             for checked in start.result.checked:
                 if checked.id is not None and checked.status is not None:
@@ -54,9 +60,10 @@ async def dashboard_checks(
                     checks.setdefault(site_id, SiteCheck(error=f"check job {start.job_id}: {outcome.job.reason}"))
                 else:
                     checks.setdefault(site_id, SiteCheck(online=True))
+        return None, None if start.queued else start.elapsed
 
-    await fan_out(split_evenly([site.id for site in sites], settings.batch_threshold), check_call,
-                  settings.concurrency)
+    await send_sized(sizer or settings.call_sizer(), "check", {None: [Work(site.id) for site in sites]}, check_call,
+                     settings.concurrency)
     return checks
 
 
@@ -90,13 +97,14 @@ async def check_sites(
     sites: list[SiteRecord],
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
+    sizer: CallSizer | None = None,
 ) -> dict[int, SiteCheck]:
     """One `SiteCheck` per site (the dashboard's check and the probe): a failing part is recorded, never raised.
 
     Open incidents are counted once for all checked sites (`count_open_incidents`): the monitor list is fleet-wide.
     """
     try:
-        checks = await dashboard_checks(client, sites, settings)
+        checks = await dashboard_checks(client, sites, settings, sizer)
     except DashboardError as error:
         checks = {site.id: SiteCheck(error=f"check-sites failed: {error}") for site in sites}
     if settings.probe_sites:
@@ -144,8 +152,9 @@ async def check_sites_task(
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
     label: str = "chunk",
+    sizer: CallSizer | None = None,
 ) -> dict[int, SiteCheck]:
-    return await check_sites(client, sites, settings, probe_transport)
+    return await check_sites(client, sites, settings, probe_transport, sizer)
 
 
 @task(name="count-open-incidents", **STEP_OPTIONS)
