@@ -13,11 +13,12 @@ from starlette.routing import BaseRoute, Route
 
 from emulator.abilities.routes import abilities_routes
 from emulator.auth import credentials
-from emulator.capacity import Capacity
+from emulator.capacity import Capacity, SlowSites
 from emulator.clock import Clock
 from emulator.config import EmulatorConfig
 from emulator.dispatch import dispatch, json_response
 from emulator.faults import FaultController, install_faults, load_profile
+from emulator.gateway import GatewayMiddleware
 from emulator.ground_truth import ground_truth_routes
 from emulator.jobs import BatchJobs, running_jobs
 from emulator.operations import SiteOperations
@@ -55,7 +56,8 @@ def build_emulator(config: EmulatorConfig, state: FleetState | None = None) -> E
     if state is None:
         state = FleetState.open(config, clock.now())
     state.now = clock.now
-    capacity = Capacity(clock, config.workers, config.work_seconds)
+    capacity = Capacity(clock, config.workers, config.work_seconds, gateway_timeout=config.gateway_timeout,
+                        slow_sites=SlowSites(config.seed, config.slow_site_rate, config.slow_site_factor))
     operations = SiteOperations(state, capacity)
     faults = FaultController(state, operations, config.seed, profile)
     jobs = BatchJobs(state, operations, clock, faults.pick_job_fault)
@@ -137,5 +139,6 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     ]
     app = Starlette(routes=routes, lifespan=lambda _app: running_jobs(emulator))  # the job runner: the dashboard's cron
     app.state.emulator = emulator
+    app.add_middleware(GatewayMiddleware, emulator=emulator)  # inside the faults: network faults hold no worker
     install_faults(app)
     return app

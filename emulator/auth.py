@@ -135,6 +135,7 @@ def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str,
     keys = boot["api_keys"]
     root = base_url.rstrip("/")
     return {
+        "dashboard_url": root.removesuffix("/wp-json"),  # the site root: what MainWP clients call the dashboard URL
         "base_url": root,
         "namespace": state.config.namespace,
         "abilities_url": f"{root}/wp-abilities/v1",

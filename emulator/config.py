@@ -8,7 +8,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from emulator.capacity import DEFAULT_WORK_SECONDS
+from emulator.capacity import (
+    DEFAULT_GATEWAY_TIMEOUT,
+    DEFAULT_SLOW_SITE_FACTOR,
+    DEFAULT_SLOW_SITE_RATE,
+    DEFAULT_WORK_SECONDS,
+)
 
 EXTENSION_MODULES = ("ssl-monitor", "domain-monitor", "lighthouse", "pro-reports", "time-tracker")
 CORE_MODULES = ("cost-tracker", "logs")
@@ -16,17 +21,20 @@ ALL_MODULES = CORE_MODULES + EXTENSION_MODULES
 
 
 class EmulatorConfig(BaseModel):
-    """One dashboard: its namespace (`svc` as the spec spells it, `mainwp` as the product does), fleet and knobs."""
+    """One dashboard: its namespace (`mainwp` as the product spells it, `svc` as the spec does), fleet and knobs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    namespace: Literal["svc", "mainwp"] = "svc"
+    namespace: Literal["svc", "mainwp"] = "mainwp"
     sites: int = Field(50, ge=0, le=100_000)
     seed: int = 0
     db: Path | None = None
     time_scale: float = Field(1.0, gt=0)
     faults: str = "none"
-    workers: int = Field(8, ge=1, le=1024)
+    workers: int = Field(8, ge=1, le=1024, description="PHP workers: each request holds one from arrival to answer")
+    gateway_timeout: float = Field(DEFAULT_GATEWAY_TIMEOUT, ge=0, description="modelled seconds; 0 = none")
+    slow_site_rate: float = Field(DEFAULT_SLOW_SITE_RATE, ge=0, le=1, description="share of slow children")
+    slow_site_factor: float = Field(DEFAULT_SLOW_SITE_FACTOR, ge=1, description="how much slower they are")
     work_seconds: dict[str, float] = Field(default_factory=dict)
     modules: frozenset[str] = frozenset(ALL_MODULES)
     abilities_accept_bearer: bool = True

@@ -115,6 +115,7 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
         "reachable": site.reachable,
         "child_connected": site.child_connected,
         "suspended": site.suspended,
+        "slow": emulator.capacity.slow_sites.is_slow(site.id),
         "sync_errors": site.sync_errors,
         "last_sync": site.last_sync,
         "wp": {
@@ -166,7 +167,7 @@ async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
         "request_counts": dict(state.request_counts),
         "jobs": len(state.jobs),
         "batch_jobs": [job_truth(job) for job in state.jobs.values()],
-        "capacity": emulator.capacity.snapshot(),
+        "capacity": emulator.capacity.snapshot(state.sites),
         "faults": {"profile": emulator.faults.profile.name, "counts": dict(emulator.faults.counts)},
     }
 

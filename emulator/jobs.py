@@ -222,7 +222,8 @@ class BatchJobs:
         slow = job.get("fault") == "slow"
         done = set(job["succeeded"]) | {e["site_id"] for e in job["errors"]}
         chunk = [s for s in job["sites"] if s not in done][: 1 if slow else self.chunk_size]
-        outcomes = await asyncio.gather(*(self._work_site(job, site_id) for site_id in chunk))
+        async with self.operations.capacity.serving():  # a cron run is one request on one worker
+            outcomes = [await self._work_site(job, site_id) for site_id in chunk]
         for site_id, error in zip(chunk, outcomes, strict=True):
             if error is None:
                 job["succeeded"].append(site_id)
@@ -338,3 +339,4 @@ async def running_jobs(emulator: Emulator) -> AsyncIterator[None]:
         yield
     finally:
         await runner.stop()
+        await emulator.capacity.stop()

@@ -1,12 +1,12 @@
 """Work on sites, in ONE place for REST v2, v1, the abilities and background jobs: sync, check, updates with
 per-item results, connection and suspension, and the ground-truth switches tests use to make things fail.
 
-Every operation that talks to a child occupies a dashboard worker for its modelled time (`Capacity.work`).
+Every operation that talks to a child takes its modelled time on the worker of the request that asked for it
+(`Capacity.work`); the sites of one request are worked one after another, as the dashboard's PHP loops do.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
@@ -94,7 +94,7 @@ class SiteOperations:
 
     async def sync(self, site: Site) -> SyncResult:
         """Refresh the dashboard's stored copy from the child; an unreachable child records `sync_errors`."""
-        await self.capacity.work("sync")
+        await self.capacity.work("sync", site_id=site.id)
         reason = site_unavailable_reason(site)
         if reason is not None:
             site.sync_errors = reason
@@ -111,11 +111,11 @@ class SiteOperations:
         return SyncResult(site, True)
 
     async def sync_many(self, sites: list[Site]) -> list[SyncResult]:
-        return list(await asyncio.gather(*(self.sync(s) for s in sites)))
+        return [await self.sync(s) for s in sites]
 
     async def check(self, site: Site) -> CheckResult:
         """An HTTP check of the site itself (not the child connection)."""
-        await self.capacity.work("check")
+        await self.capacity.work("check", site_id=site.id)
         online = site.reachable and 200 <= site.http_code < 300
         site.offline_check_result = 1 if online else -1
         site.last_check = self.state.now()
@@ -123,7 +123,7 @@ class SiteOperations:
         return CheckResult(site, online, site.http_code if site.reachable else 0, site.response_ms)
 
     async def check_many(self, sites: list[Site]) -> list[CheckResult]:
-        return list(await asyncio.gather(*(self.check(s) for s in sites)))
+        return [await self.check(s) for s in sites]
 
     # ---- updates -------------------------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ class SiteOperations:
         candidates = self.update_candidates(site, item_type, slugs, respect_ignores)
         if not candidates:
             return []
-        await self.capacity.work("update_item", units=len(candidates))
+        await self.capacity.work("update_item", units=len(candidates), site_id=site.id)
         results = [self._apply(site, item_type, slug, refresh_stored) for slug in candidates]
         self.state.save_site(site)
         return results
@@ -183,7 +183,7 @@ class SiteOperations:
         respect_ignores: bool = True,
         refresh_stored: bool = True,
     ) -> list[SiteRun]:
-        """Update several sites concurrently (bounded by the dashboard's workers); a suspended or unreachable
+        """Update several sites one after another, as the dashboard's loop does; a suspended or unreachable
         site becomes a SiteRun with `error` instead of stopping the run."""
 
         async def one(site: Site) -> SiteRun:
@@ -197,7 +197,7 @@ class SiteOperations:
             except SiteUnavailable as error:
                 return SiteRun(site, [], error.message)
 
-        return list(await asyncio.gather(*(one(s) for s in sites)))
+        return [await one(s) for s in sites]
 
     @staticmethod
     def _apply(site: Site, item_type: ItemType, slug: str, refresh_stored: bool) -> ItemResult:
@@ -235,7 +235,7 @@ class SiteOperations:
     # ---- connection and suspension -------------------------------------------------------------------------
 
     async def reconnect(self, site: Site) -> bool:
-        await self.capacity.work("reconnect")
+        await self.capacity.work("reconnect", site_id=site.id)
         if not site.reachable:
             return False
         site.child_connected = True
@@ -247,7 +247,7 @@ class SiteOperations:
     async def disconnect(self, site: Site, *, mark_local: bool = True) -> bool:
         """Tell the child to disconnect. The REST route changes nothing locally (mark_local=False), the
         abilities record `sync_errors="Manually disconnected"`."""
-        await self.capacity.work("disconnect")
+        await self.capacity.work("disconnect", site_id=site.id)
         if site.reachable:
             site.child_connected = False
         if mark_local:

@@ -36,20 +36,26 @@ def serve(
     port: int = typer.Option(8080, min=0, max=65535, help="Port (0: a free one)."),
     sites: int = typer.Option(50, min=0, help="Sites in a freshly generated fleet."),
     seed: int = typer.Option(0, help="Seed of the fleet generator."),
-    namespace: str = typer.Option("svc", help="svc (the spec's spelling) or mainwp (the real product's)."),
+    namespace: str = typer.Option("mainwp", help="mainwp (the real product's) or svc (the spec's spelling)."),
     db: Path | None = typer.Option(None, help="SQLite file; state survives restarts. In memory when omitted."),
     credentials_out: Path | None = typer.Option(None, help="Write the credentials JSON here."),
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
     faults: str = typer.Option("none", help="Fault profile: none, realistic, hostile, or a YAML/JSON file."),
-    workers: int = typer.Option(8, min=1, help="Dashboard workers in the capacity model."),
+    workers: int = typer.Option(8, min=1, help="PHP workers: each request holds one from arrival to answer."),
+    gateway_timeout: float = typer.Option(
+        60.0, min=0, help="Modelled seconds after which the gateway answers 504 (nginx's default 60; 0: none)."
+    ),
+    slow_site_rate: float = typer.Option(0.02, min=0, max=1, help="Share of child sites that are slow (seeded)."),
+    slow_site_factor: float = typer.Option(10.0, min=1, help="How many times slower a slow site is."),
     work_seconds: str = typer.Option(
-        "", help="Capacity model work times in nominal seconds, e.g. 'sync=2,check=1,update_item=3' (others: default)."
+        "", help="Capacity model work times in nominal seconds, e.g. 'sync=2,update_item=3,bootstrap=0.1' "
+        "(others: default)."
     ),
     modules: str = typer.Option(
         ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."
     ),
 ) -> None:
-    """Serve the emulator; prints the base URL when ready."""
+    """Serve the emulator; prints the REST base URL and the dashboard URL (the site root) when ready."""
     try:
         config = EmulatorConfig(
             namespace=namespace,  # type: ignore[arg-type]
@@ -59,6 +65,9 @@ def serve(
             time_scale=time_scale,
             faults=faults,
             workers=workers,
+            gateway_timeout=gateway_timeout,
+            slow_site_rate=slow_site_rate,
+            slow_site_factor=slow_site_factor,
             work_seconds=parse_work_seconds(work_seconds),
             modules=frozenset(m.strip() for m in modules.split(",") if m.strip()),
         )
@@ -89,12 +98,13 @@ def serve(
         bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
         # a wildcard address is not one a client can call: print the loopback address instead
         shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(host, f"[{host}]" if ":" in host else host)  # noqa: S104
-        base_url = f"http://{shown}:{bound}/wp-json"
+        site_root = f"http://{shown}:{bound}"
+        base_url = f"{site_root}/wp-json"
         emulator.base_url = base_url
         if credentials_out is not None:
             credentials_out.write_text(json.dumps(emulator.credentials(base_url), indent=2), encoding="utf-8")
         typer.echo(
-            f"{base_url}  ({len(emulator.state.sites)} sites, namespace {namespace}, "
+            f"{base_url}  (dashboard URL {site_root}, {len(emulator.state.sites)} sites, namespace {namespace}, "
             f"ready in {time.monotonic() - started:.2f}s)",
             err=False,
         )

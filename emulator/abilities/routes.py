@@ -41,6 +41,8 @@ METHOD_MESSAGES = {
     "POST": "Abilities that perform updates require POST method.",
 }
 FORBIDDEN = AbilityError("rest_forbidden", "Sorry, you are not allowed to do that.", 401)
+# What WordPress answers in `Allow` once a `/run` request passed its permission check (the route's methods).
+RUN_ALLOW = "GET, POST, PUT, PATCH, DELETE"
 
 
 @dataclass
@@ -51,8 +53,11 @@ class Caller:
     key: ApiKey | None = None
 
 
-def error_answer(error: AbilityError, site_root: str) -> Response:
-    return json_response(error.body(), error.http_status, {"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})
+def error_answer(error: AbilityError, site_root: str, allow: str | None = None) -> Response:
+    headers = {"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'}
+    if allow is not None:
+        headers["Allow"] = allow
+    return json_response(error.body(), error.http_status, headers)
 
 
 def _site_root(request: Request) -> str:
@@ -129,10 +134,13 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
         try:
             if not identify(emulator, request).logged_in:
                 raise FORBIDDEN
-            page = _bounded_int(request, "page", 1, 1, None)
-            per_page = _bounded_int(request, "per_page", 50, 1, 100)
         except AbilityError as error:
             return error_answer(error, site_root)
+        try:
+            page = _bounded_int(request, "page", 1, 1, None)
+            per_page = _bounded_int(request, "per_page", 50, 1, 100)
+        except AbilityError as error:  # past the permission check: the route's `Allow`
+            return error_answer(error, site_root, "GET")
         listed = catalog.listed(request.query_params.get("category") or None)
         total = len(listed)
         pages = max((total + per_page - 1) // per_page, 1) if total else 0
@@ -182,11 +190,11 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
                 return await run(emulator, catalog, request, path[: -len("/run")], caller, site_root)
             if not caller.logged_in:
                 raise FORBIDDEN
-            ability = catalog.get(path)
-            if ability is None:
-                raise AbilityError("rest_ability_not_found", "Ability not found.", 404)
         except AbilityError as error:
             return error_answer(error, site_root)
+        ability = catalog.get(path)
+        if ability is None:
+            return error_answer(AbilityError("rest_ability_not_found", "Ability not found.", 404), site_root, "GET")
         return json_response(ability.describe() | {"_links": ability_links(site_root + ROOT, ability)},
                            headers={"Allow": "GET"})
 
@@ -273,8 +281,8 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
     try:
         args = with_defaults(ability.input_schema, value if value is not None else {})
         output = await handler(context, args)
-    except AbilityError:
-        raise
+    except AbilityError as error:  # past the permission check: the answer carries the route's `Allow`
+        return error_answer(error, site_root, RUN_ALLOW)
     except Exception:  # the emulator's own bug still answers like WordPress, never with a traceback
         log.exception("ability %s failed", ability.name)
         raise AbilityError("internal_server_error", "There has been a critical error on this website.",
@@ -284,4 +292,5 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
         log.error("ability %s produced an invalid output: %s", ability.name, problem)
         raise AbilityError("ability_invalid_output",
                            f'Ability "{ability.name}" has invalid output. Reason: {problem}', 500)
-    return json_response(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"'})
+    return json_response(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"',
+                                          "Allow": RUN_ALLOW})

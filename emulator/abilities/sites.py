@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from emulator.abilities.context import AbilityContext, page_of
@@ -309,7 +308,7 @@ async def sync_sites(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
         result = await ctx.ops.sync(site)
         return None if result.ok else _site_error(ctx, site, "sync_failed", result.error or "Sync returned false.", 500)
 
-    outcomes = await asyncio.gather(*(one(s) for s in sites))
+    outcomes = [await one(s) for s in sites]  # one after another, as the dashboard's foreach
     synced = [site_ref(s) for s, error in zip(sites, outcomes, strict=True) if error is None]
     errors = failures + [e for e in outcomes if e is not None]
     return {"queued": False, "synced": synced, "errors": errors, "total_synced": len(synced),
@@ -342,7 +341,7 @@ async def _many(ctx: AbilityContext, args: dict[str, Any], job_type: str, key: s
         ctx.ops.suspend(site)
         return site_ref(site) | {"suspended": 1}
 
-    outcomes = await asyncio.gather(*(one(s) for s in sites))
+    outcomes = [await one(s) for s in sites]
     done = [o for o in outcomes if "error" not in o]
     errors = failures + [o["error"] for o in outcomes if "error" in o]
     return {"queued": False, key: done, "errors": errors, f"total_{key}": len(done), "total_errors": len(errors)}

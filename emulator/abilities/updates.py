@@ -6,7 +6,6 @@ and the abilities write only per-site ignore entries."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from emulator.abilities.context import AbilityContext, page_of
@@ -124,7 +123,8 @@ async def _run_many(ctx: AbilityContext, args: dict[str, Any], slugs: list[str] 
         return await _update_one_site(ctx, site, types, slugs)
 
     updated: list[dict[str, Any]] = []
-    for site_updated, site_errors in await asyncio.gather(*(one(s) for s in sites)):
+    for site in sites:  # one after another, as the dashboard's foreach
+        site_updated, site_errors = await one(site)
         updated += site_updated
         errors += site_errors
     return {"updated": updated, "errors": errors,

@@ -77,7 +77,7 @@ def _family(module: str, listing: str, one: str, check: str, record: str, shape:
     @routes.add(EDITABLE, rf"{check}/{SITE_ID_OR_DOMAIN}", module=module)
     async def run_check(req: RestRequest) -> dict[str, Any]:
         site = site_or_404(req)
-        await req.ops.capacity.work("check")
+        await req.ops.capacity.work("check", site_id=site.id)
         req.state.save_record(record, str(site.id), req.state.now())
         return {"success": 1, "data": shape(req.state, site), "site": site_simple(site)}
 

@@ -13,7 +13,7 @@ from emulator.testing import InProcessEmulator
 
 @pytest.fixture
 def lab() -> Iterator[InProcessEmulator]:
-    emulator = InProcessEmulator(EmulatorConfig(sites=30, seed=3, time_scale=1e-6))
+    emulator = InProcessEmulator(EmulatorConfig(namespace="svc", sites=30, seed=3, time_scale=1e-6))
     yield emulator
     emulator.close()
 

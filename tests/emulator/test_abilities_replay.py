@@ -1,5 +1,5 @@
 """Replay every captured Abilities exchange (`ab-*`) against a fresh `mainwp` emulator set up like the lab and
-compare status and shape (keys and JSON types at every level; values may differ).
+compare status, shape (keys and JSON types at every level; values may differ) and the `Allow` header.
 
 The lab lowered the batch threshold and the chunk size to 1 for its queued captures; so does the replay. The
 job-status captures are replayed against a job this emulator queued the same way, after as many cron runs as
@@ -79,7 +79,7 @@ async def replay_one(path: Path) -> list[str]:
             for _ in range(PHASE_RUNS[status_phase["phase"]]):
                 await board.jobs.run_once(job_id)
         response = await send(board, exchange, job_id)
-    return answer_problems(exchange["response"], response)
+    return answer_problems(exchange["response"], response, headers=("Allow",))
 
 
 async def test_replay_abilities_exchanges() -> None:

@@ -42,9 +42,13 @@ async def test_state_reports_capacity_jobs_and_fault_counters() -> None:
     assert truth["batch_jobs"] == [{"job_id": queued["job_id"], "type": "sync", "status": "completed",
                                     "progress": 100, "processed": 30, "total": 30}]
     capacity = truth["capacity"]
-    assert capacity["operations"] == {"sync": 30}
-    assert capacity["modelled_seconds"] == pytest.approx(30 * 3.0)
-    assert capacity["lower_bound_wall_seconds"] == pytest.approx(30 * 3.0 / 4 * 0.001)
+    # the queueing request (no site touched: bootstrap + read) and two cron chunks of 20 (a bootstrap each)
+    assert capacity["operations"] == {"bootstrap": 3, "read": 1, "sync": 30}
+    slow = capacity["slow_sites"]["site_ids"]
+    work = 3.0 * (30 - len(slow)) + 3.0 * 10 * len(slow) + 3 * 0.1 + 0.05
+    assert capacity["modelled_seconds"] == pytest.approx(work)
+    assert capacity["lower_bound_wall_seconds"] == pytest.approx(work / 4 * 0.001, abs=1e-6)
+    assert capacity["gateway_timeouts"] == 0 and capacity["max_in_progress"] >= 1
     faults = truth["faults"]
     assert faults["profile"] == "realistic"
     assert faults["counts"]["requests"] == 1  # the one dashboard request; ground truth is never faulted

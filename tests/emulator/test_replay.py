@@ -215,10 +215,15 @@ def exchange_files() -> list[Path]:
     return sorted(p for p in EXCHANGES.glob("v[12]-*.json"))
 
 
-def answer_problems(expected: dict[str, Any], response: httpx.Response) -> list[str]:
-    """How our answer differs from the captured one in status and shape (empty when it matches)."""
+def answer_problems(expected: dict[str, Any], response: httpx.Response, headers: tuple[str, ...] = ()) -> list[str]:
+    """How our answer differs from the captured one in status, shape and the named `headers` (their values, or
+    their absence); empty when it matches."""
     got, wanted = response.status_code, expected["status"]
-    return ([] if got == wanted else [f"status {got} != {wanted}"]) + shape_problems(expected["body"], response.json())
+    captured = {k.lower(): v for k, v in (expected.get("headers") or {}).items()}
+    header_problems = [f"{name} {response.headers.get(name)!r} != {captured.get(name.lower())!r}"
+                       for name in headers if response.headers.get(name) != captured.get(name.lower())]
+    return (([] if got == wanted else [f"status {got} != {wanted}"]) + header_problems
+            + shape_problems(expected["body"], response.json()))
 
 
 def report(label: str, problems: dict[str, list[str]], skipped: list[str]) -> None:

@@ -192,7 +192,7 @@ async def test_clients_monitors_costs_content_and_modules(lab: InProcessEmulator
 async def test_module_off_is_rest_no_route() -> None:
     from emulator.config import EmulatorConfig
 
-    lab = InProcessEmulator(EmulatorConfig(sites=2, modules=frozenset({"logs"})))
+    lab = InProcessEmulator(EmulatorConfig(namespace="svc", sites=2, modules=frozenset({"logs"})))
     async with lab.client(headers={"Authorization": "Bearer " + lab.credentials["api_keys"]["read"]}) as client:
         for path in ("/svc/v2/costs", "/svc/v2/ssl-monitor/info", "/svc/v2/lighthouse/results"):
             response = await client.get(path)

@@ -15,7 +15,7 @@ from emulator.testing import EmulatorServer, free_port
 
 
 def test_state_survives_restart(tmp_path: Path) -> None:
-    config = EmulatorConfig(sites=12, seed=5, db=tmp_path / "dash.sqlite", time_scale=1e-6)
+    config = EmulatorConfig(namespace="svc", sites=12, seed=5, db=tmp_path / "dash.sqlite", time_scale=1e-6)
     with EmulatorServer(config) as server:
         creds = server.credentials
         headers = {"Authorization": "Bearer " + creds["api_keys"]["read_write"]}
@@ -47,6 +47,7 @@ async def test_async_server_and_ground_truth_guard() -> None:
 
 
 def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> None:
+    """Default options imitate the product: the `mainwp` namespace, and the dashboard URL (the site root) given."""
     out = tmp_path / "creds.json"
     port = free_port()
     process = subprocess.Popen(
@@ -58,8 +59,6 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
             str(port),
             "--sites",
             "20",
-            "--namespace",
-            "mainwp",
             "--credentials-out",
             str(out),
         ],
@@ -69,8 +68,11 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert line.startswith(f"http://127.0.0.1:{port}/wp-json")
+        assert f"dashboard URL http://127.0.0.1:{port}," in line and "namespace mainwp" in line
         creds = json.loads(out.read_text())
+        assert creds["dashboard_url"] == f"http://127.0.0.1:{port}"
         assert set(creds) == {
+            "dashboard_url",
             "base_url",
             "namespace",
             "abilities_url",
@@ -85,6 +87,11 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
             headers={"Authorization": "Bearer " + creds["api_keys"]["read"]},
         )
         assert count.json() == {"count": 20}
+        app_password = creds["application_password"]
+        listed = httpx.get(creds["abilities_url"] + "/abilities", params={"per_page": 100},
+                           auth=(app_password["username"], app_password["password"])).json()
+        names = {a["name"].split("/")[0] for a in listed}
+        assert names == {"mainwp", "core"}  # what the official MainWP MCP server looks for
         assert creds["site_url_template"] == f"http://127.0.0.1:{port}/__sites__/{{host}}/"
         admin = {"X-Emulator-Token": creds["admin_token"]}
         truth = httpx.get(f"http://127.0.0.1:{port}/__emulator__/state", headers=admin)
@@ -101,7 +108,7 @@ async def test_in_process_lifespan_runs_part_two_jobs_for_queued_rest_calls() ->
 
     from emulator.testing import InProcessEmulator
 
-    lab = InProcessEmulator(EmulatorConfig(sites=4, time_scale=1e-4))
+    lab = InProcessEmulator(EmulatorConfig(namespace="svc", sites=4, time_scale=1e-4))
     lab.emulator.state.set_option("svc_abilities_batch_threshold", 2)
     async with lab, lab.client(headers={"Authorization": "Bearer " + lab.credentials["api_keys"]["read_write"]}) as c:
         queued = (await c.post("/svc/v2/sites/sync")).json()

@@ -1,0 +1,160 @@
+"""The capacity model over HTTP on a scaled clock: one PHP worker per request, the sites of a request one after
+another, a FIFO queue past the workers, a cron chunk on one worker, the slow tail and the gateway's 504.
+
+Timings are compared with the model as ratios and bounds with room for a busy machine: a dashboard can never
+answer faster than the work booked on its workers, and should not be much slower."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from emulator.config import EmulatorConfig
+from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
+
+SCALE = 0.05  # a 2 s sync takes 100 ms of wall time
+SYNC = 2.0 * SCALE
+BOOT = 0.1 * SCALE
+
+
+def config(**overrides: Any) -> EmulatorConfig:
+    settings: dict[str, Any] = {"namespace": "svc", "sites": 40, "seed": 7, "time_scale": SCALE, "workers": 8,
+                                "slow_site_rate": 0.0, "gateway_timeout": 0}
+    return EmulatorConfig(**(settings | overrides))
+
+
+async def timed_sync(client: httpx.AsyncClient, site_ids: list[int]) -> tuple[float, dict[str, Any]]:
+    started = time.monotonic()
+    response = await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": site_ids})
+    assert response.status_code == 200, response.text
+    return time.monotonic() - started, response.json()
+
+
+async def truth(board: Dashboard, site_ids: str = "0") -> dict[str, Any]:
+    headers = {"X-Emulator-Token": board.emulator.config.admin_token.get_secret_value()}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL,
+                                 headers=headers) as admin:
+        return (await admin.get("/__emulator__/state", params={"site_ids": site_ids})).json()
+
+
+def healthy(board: Dashboard, count: int) -> list[int]:
+    """Sites a sync works on (reachable, connected, a recent child): their sync costs the modelled time."""
+    state = board.emulator.state
+    return [s.id for s in state.sites.values() if s.reachable and s.child_connected
+            and s.offline_check_result != -1 and s.child_version.split(".")[0] >= "4"][:count]
+
+
+async def test_an_immediate_call_works_its_sites_one_after_another() -> None:
+    async with dashboard(config()) as board, board.client() as client:
+        ids = healthy(board, 8)
+        one, _ = await timed_sync(client, ids[:1])
+        eight, answer = await timed_sync(client, ids)
+    assert answer["total_synced"] == 8
+    assert one >= (SYNC + BOOT) * 0.95
+    assert eight >= (8 * SYNC + BOOT) * 0.95  # eight sites on ONE worker, although seven others are idle
+    assert 6 <= eight / one <= 10
+
+
+async def test_parallel_one_site_calls_share_the_workers_in_fifo_order() -> None:
+    async with dashboard(config()) as board, board.client() as client:
+        ids = healthy(board, 16)
+
+        async def parallel(count: int) -> float:
+            started = time.monotonic()
+            answers = await asyncio.gather(*(timed_sync(client, [site_id]) for site_id in ids[:count]))
+            assert all(answer["total_synced"] == 1 for _, answer in answers)
+            return time.monotonic() - started
+
+        eight = await parallel(8)
+        sixteen = await parallel(16)
+        ledger = (await truth(board))["capacity"]
+    assert (SYNC + BOOT) * 0.95 <= eight <= (SYNC + BOOT) * 1.8  # eight workers: one site's time
+    assert sixteen >= 2 * (SYNC + BOOT) * 0.95  # the second eight waited for a worker
+    assert 1.5 <= sixteen / eight <= 2.7
+    assert ledger["max_in_progress"] == 16
+    assert ledger["longest_queue_wait_seconds"] == pytest.approx(2.0 + 0.1, rel=0.3)
+
+
+async def test_a_slow_site_is_slow_on_every_call_and_listed() -> None:
+    async with dashboard(config(sites=300, slow_site_rate=0.02, slow_site_factor=10.0)) as board, \
+            board.client() as client:
+        slow = set((await truth(board))["capacity"]["slow_sites"]["site_ids"])
+        assert 1 <= len(slow) <= 15  # about 2% of 300
+        state = board.emulator.state
+        usable = [s for s in healthy(board, 300)]
+        slow_site = next(s for s in usable if s in slow)
+        quick_site = next(s for s in usable if s not in slow)
+        quick, _ = await timed_sync(client, [quick_site])
+        slow_times = [(await timed_sync(client, [slow_site]))[0] for _ in range(2)]
+        site_view = (await truth(board, str(slow_site)))["sites"][str(slow_site)]
+    assert site_view["slow"] is True and state.sites[slow_site].id == slow_site
+    assert all(t >= 10 * SYNC * 0.95 for t in slow_times)
+    assert all(t / quick >= 5 for t in slow_times)
+
+
+async def test_past_the_gateway_the_answer_is_a_504_and_the_updates_land_afterwards() -> None:
+    async with dashboard(config(gateway_timeout=5.0)) as board, board.client() as client:
+        state = board.emulator.state
+        site = max((state.sites[i] for i in healthy(board, 40)), key=lambda s: len(state.pending_updates(s)))
+        pending = len(state.pending_updates(site))
+        assert pending * 3.0 > 2 * 5.0  # its updates take well past the 5 s gateway
+        started = time.monotonic()
+        response = await run(client, "svc/run-updates-v1", {"site_ids_or_domains": [site.id]})
+        answered = time.monotonic() - started
+        at_the_504 = await truth(board, str(site.id))
+        listed_then = (await run(client, "svc/list-updates-v1", {"site_ids_or_domains": [site.id]})).json()
+        deadline = time.monotonic() + 10
+        while (await truth(board))["capacity"]["in_progress"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        landed = await truth(board, str(site.id))
+        listed_after = (await run(client, "svc/list-updates-v1", {"site_ids_or_domains": [site.id]})).json()
+    assert response.status_code == 504 and response.headers["content-type"].startswith("text/html")
+    assert "504 Gateway Time-out" in response.text and "nginx" in response.text
+    assert 5.0 * SCALE * 0.95 <= answered < pending * 3.0 * SCALE  # at the timeout, not at the end of the work
+    assert at_the_504["capacity"]["gateway_timeouts"] == 1 and at_the_504["faults"]["counts"].get("errors", 0) == 0
+    assert at_the_504["sites"][str(site.id)]["pending_updates"] and listed_then["total"] > 0
+    assert landed["sites"][str(site.id)]["pending_updates"] == []
+    assert listed_after["total"] == 0
+    assert landed["capacity"]["operations"]["update_item"] == pending
+
+
+async def test_the_queue_wait_counts_toward_the_gateway() -> None:
+    async with dashboard(config(workers=1, gateway_timeout=3.0)) as board, board.client() as client:
+        ids = healthy(board, 2)
+        first, second = await asyncio.gather(
+            run(client, "svc/sync-sites-v1", {"site_ids_or_domains": ids[:1]}),
+            run(client, "svc/sync-sites-v1", {"site_ids_or_domains": ids[1:2]}),
+        )
+        await asyncio.sleep(3 * SYNC)
+        ledger = (await truth(board))["capacity"]
+    # 2.1 s of work each on one worker: the first answers in time, the second waits 2.1 s and passes 3 s
+    assert first.status_code == 200 and second.status_code == 504
+    assert ledger["gateway_timeouts"] == 1 and ledger["operations"]["sync"] == 2
+    assert ledger["longest_queue_wait_seconds"] == pytest.approx(2.1, rel=0.3)
+
+
+@pytest.mark.parametrize(("workers", "waits_for_the_chunk"), [(1, True), (2, False)])
+async def test_a_cron_chunk_holds_one_worker(workers: int, waits_for_the_chunk: bool) -> None:
+    async with dashboard(config(workers=workers, sites=12)) as board, board.client() as client:
+        board.set_option("abilities_batch_threshold", 3)
+        ids = healthy(board, 7)
+        queued = (await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": ids[:6]})).json()
+        assert queued["queued"] is True
+        board.emulator.clock.advance(60)  # the first chunk is due now
+        deadline = time.monotonic() + 10
+        while (await truth(board))["capacity"]["in_progress"] == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        during, _ = await timed_sync(client, ids[6:7])
+        status = (await run(client, "svc/get-batch-job-status-v1", {"job_id": queued["job_id"]})).json()
+        ledger = (await truth(board))["capacity"]
+    assert ledger["max_in_progress"] == 2  # the chunk and the one-site call
+    if waits_for_the_chunk:  # one worker: the call waited until the chunk's six sites were done
+        assert status["processed"] == 6
+        assert during >= 3 * SYNC
+    else:  # the chunk holds one worker; the call takes the other
+        assert status["processed"] == 0
+        assert during <= 3 * SYNC
