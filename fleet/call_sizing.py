@@ -36,8 +36,9 @@ class Work:
 class CallSizer:
     """Per-operation time per unit, per-site slowness, and the budget every call is sized to.
 
-    `budget` <= 0 turns sizing off: every update call carries up to `max_sites` sites, which above the
-    dashboard's `threshold` makes it queue a batch job; syncs and checks never pass the threshold.
+    `budget` <= 0 turns sizing off: every call carries up to `max_sites` sites (today's fixed calls). A
+    `max_sites` above the dashboard's `threshold` asks for update calls that queue batch jobs: those are then
+    not sized; syncs and checks never pass the threshold.
     """
 
     budget: float
@@ -50,9 +51,8 @@ class CallSizer:
     calls: int = 0
     slow_calls: int = 0
 
-    @property
-    def sizing(self) -> bool:
-        return self.budget > 0
+    def sizing(self, operation: str) -> bool:
+        return self.budget > 0 and (operation != "update_item" or self.max_sites <= self.threshold)
 
     def estimate(self, operation: str) -> float | None:
         """Seconds per unit of `operation` on an ordinary site, or None before any answer."""
@@ -90,7 +90,7 @@ class CallSizer:
 
     def split_slow(self, operation: str, work: list[Work]) -> list[Work]:
         """A slow site's update items cut into parts that each fit the budget on their own."""
-        if not self.sizing:
+        if not self.sizing(operation):
             return work
         parts: list[Work] = []
         for part in work:
@@ -110,7 +110,7 @@ class CallSizer:
     def take(self, operation: str, queue: deque[Work]) -> list[Work]:
         """The next call's share of `queue`: a suspect or slow site alone, else sites up to the budget."""
         cap = self.cap(operation)
-        if not self.sizing:
+        if not self.sizing(operation):
             return [queue.popleft() for _ in range(min(cap, len(queue)))]
         if self.alone(queue[0].site_id):
             return [queue.popleft()]

@@ -94,12 +94,10 @@ class PipelineSettings(BaseSettings):
     def call_sizer(self) -> CallSizer:
         """One sizer per run: every step's calls learn from the answers of the steps before.
 
-        A per-call cap raised above the dashboard's threshold asks for batch jobs: calls then carry that many
-        sites, unsized, as they do with the budget at 0.
+        A per-call cap raised above the dashboard's threshold asks for update calls that queue batch jobs:
+        those carry that many sites, unsized, as every call does with the budget at 0.
         """
-        if self.call_budget_seconds > 0 and self.sites_per_call <= self.batch_threshold:
-            return CallSizer(self.call_budget_seconds, self.sites_per_call, self.batch_threshold)
-        return CallSizer(0, self.sites_per_call, self.batch_threshold)
+        return CallSizer(self.call_budget_seconds, self.sites_per_call, self.batch_threshold)
 
     @property
     def state_path(self) -> Path:
