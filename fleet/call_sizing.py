@@ -149,6 +149,15 @@ class CallSizer:
         history.append(elapsed / max(units, 1))
 
 
+    def lost(self, operation: str, work: list[Work]) -> None:
+        """A call's answer was lost (the gateway's 504, a timeout): the gateway is shorter than the budget
+        allowed for, so the budget drops to half of what that call was predicted to need."""
+        predicted = self.predict(operation, work)
+        if predicted is not None and self.sizing(operation):
+            self.budget = min(self.budget, predicted / 2)
+        self.suspects.update(part.site_id for part in work)
+
+
 @dataclass
 class SizedCall(Generic[R]):
     """One call as sent: its operation's group key, its work, and what the sender made of the answer."""

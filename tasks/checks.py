@@ -33,12 +33,14 @@ async def dashboard_checks(
     only failures; a check whose answer was lost is not sent again)."""
     index = SiteErrorIndex(sites)
     checks: dict[int, SiteCheck] = {}
+    sizer = sizer or settings.call_sizer()
 
     async def check_call(_: object, work: list[Work]) -> tuple[None, float | None]:
         site_ids = [part.site_id for part in work]
         try:
             start = await client.check_sites(site_ids)
         except OutcomeUnknown as error:
+            sizer.lost("check", work)
             checks.update({site_id: SiteCheck(error=f"the check's answer was lost: {error}") for site_id in site_ids})
             return None, None
         if start.result is not None:
@@ -62,7 +64,7 @@ async def dashboard_checks(
                     checks.setdefault(site_id, SiteCheck(online=True))
         return None, None if start.queued else start.elapsed
 
-    await send_sized(sizer or settings.call_sizer(), "check", {None: [Work(site.id) for site in sites]}, check_call,
+    await send_sized(sizer, "check", {None: [Work(site.id) for site in sites]}, check_call,
                      settings.concurrency)
     return checks
 

@@ -120,6 +120,7 @@ async def execute_updates(
         except FATAL_ERRORS:
             raise
         except OutcomeUnknown as error:
+            sizer.lost("update_item", work)
             logger.warning("%s update of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
                            type_.value, site_ids, error)
             landed = {(site_id, type_.value, slug, version) for site_id, slug, version in planned}

@@ -96,6 +96,7 @@ async def sync_sites(
         try:
             start = await client.sync_sites(site_ids)
         except OutcomeUnknown as error:
+            sizer.lost("sync", work)
             logger.warning("sync of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
                            site_ids, error)
             quiet = await wait_for_quiet_sites(client, site_ids, "sync", sizer, settings)
