@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 R = TypeVar("R")
 
 SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
+TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
 HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
 
 
@@ -68,11 +69,12 @@ class CallSizer:
 
     def settle_seconds(self, operation: str, site_ids: list[int]) -> float:
         """How long a read of these sites' state may stay unchanged while `operation` still runs on one of
-        them: one unit on the slowest, with room to spare (the budget before anything was measured)."""
+        them. A lost answer most often hides a slow site not yet known as one, so one unit is allowed the
+        slow tail's time (`TAIL_FACTOR`), with room to spare; before anything was measured, three budgets."""
         per_unit = self.estimate(operation)
         if per_unit is None:
-            return max(self.budget, 1.0)
-        return 1.5 * per_unit * max((self.factor(site_id) for site_id in site_ids), default=1.0)
+            return 3 * max(self.budget, 1.0)
+        return 1.5 * per_unit * max(TAIL_FACTOR, *(self.factor(site_id) for site_id in site_ids))
 
     def predict(self, operation: str, work: list[Work]) -> float | None:
         per_unit = self.estimate(operation)

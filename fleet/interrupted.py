@@ -31,14 +31,14 @@ def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh
         for intent in run.intents:
             if intent.kind != "update" or intent.type is None:
                 continue
-            for site_id, slug, version in intent.items:
+            for site_id, slug, version, offered in intent.items:
                 key = (site_id, intent.type, slug)
                 site = sites.get(site_id)
                 pending = now.get(key)
                 if site is None or key in accounted or (pending is not None and (pending.from_version or "") ==
                                                         version):
                     continue
-                to_version = pending.from_version if pending is not None else None
+                to_version = pending.from_version if pending is not None else offered or None
                 accounted[key] = Item(
                     site_id=site_id, site_url=site.url, site_name=site.name, client=site.client, type=intent.type,
                     slug=slug, name=slug, from_version=version or None,

@@ -35,7 +35,7 @@ _SCHEMA = (
 )""",
 )
 
-PlannedItem = tuple[int, str, str]  # (site id, slug, installed version when planned)
+PlannedItem = tuple[int, str, str, str]  # (site id, slug, installed version, offered version) when planned
 
 
 class JournalEntry(BaseModel):
@@ -62,7 +62,7 @@ class Intent(BaseModel):
 
     @property
     def site_ids(self) -> list[int]:
-        return sorted({site_id for site_id, _, _ in self.items})
+        return sorted({site_id for site_id, *_ in self.items})
 
 
 class OpenRun(BaseModel):

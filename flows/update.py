@@ -234,6 +234,7 @@ async def maintain_fleet(
         if interrupted:
             await wait_for_interrupted_runs_task(client, quote(interrupted), night.sizer, settings)
         night.progress.synced.total = 0 if dry_run else len(sites_to_sync(sites, settings, started))
+        naive_syncs = sum(1 for site in sites if site.status is SiteStatus.online)  # the naive chain syncs all
         await artifact.open()
         async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
             # a sync is a write request: a dry run plans from the dashboard's last sync
@@ -293,7 +294,7 @@ async def maintain_fleet(
     summary.work = None if dry_run else dashboard_work(
         night.sizer, syncs=night.progress.synced.done + resynced,
         update_items=sum(1 for item in attempted if item.applied_by_run is None), checks=len(checks),
-        naive_syncs=2 * usable, naive_checks=usable if run_checks else 0)
+        naive_syncs=naive_syncs + usable, naive_checks=usable if run_checks else 0)
     await write_summary_task(quote(summary), run_dir)
     if not dry_run:
         for run in interrupted:

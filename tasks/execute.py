@@ -97,7 +97,7 @@ async def execute_updates(
     journal = JobJournal(settings.state_path)
     reused, remaining = reuse_running_jobs([item for item in items if item.type is type_], type_, journal)
     index = SiteErrorIndex(sites)
-    versions = {(item.site_id, item.slug): item.from_version or "" for item in remaining}
+    versions = {(item.site_id, item.slug): (item.from_version or "", item.to_version or "") for item in remaining}
     logger = step_logger()
     tally = Tally(total=len(remaining))
 
@@ -106,7 +106,7 @@ async def execute_updates(
         site_ids = [part.site_id for part in work]
         slugs = sorted({slug for part in work for slug in part.slugs})
         call = UpdateCall(type=type_, site_ids=site_ids, slugs=slugs, per_site=per_site)
-        planned = [(part.site_id, slug, versions[(part.site_id, slug)]) for part in work for slug in part.slugs]
+        planned = [(part.site_id, slug, *versions[(part.site_id, slug)]) for part in work for slug in part.slugs]
         intent = journal.intend(run_id, "update", type_, planned)
         limit = (concurrency(settings.concurrency_limit, occupy=1, strict=False) if settings.concurrency_limit
                  else contextlib.nullcontext())
@@ -123,7 +123,7 @@ async def execute_updates(
             sizer.lost("update_item", work)
             logger.warning("%s update of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
                            type_.value, site_ids, error)
-            landed = {(site_id, type_.value, slug, version) for site_id, slug, version in planned}
+            landed = {(site_id, type_.value, slug, version) for site_id, slug, version, _ in planned}
             quiet = await wait_for_quiet_sites(client, site_ids, "update_item", sizer, settings, landed)
             journal.answered(intent)
             return CallResult(call=call, lost=str(error), quiet=quiet.quiet), None

@@ -31,10 +31,12 @@ async def wait_for_interrupted_runs_task(
 ) -> None:
     """Wait until the sites of calls the killed runs sent without reading an answer are quiet."""
     unanswered = touched_sites(runs, answered=False)
+    landed = {(site_id, intent.type.value, slug, version) for run in runs for intent in run.intents
+              if not intent.answered and intent.type is not None for site_id, slug, version, _ in intent.items}
     step_logger().warning("run(s) %s did not finish; %d site(s) had a call without an answer",
                           ", ".join(run.run_id for run in runs), len(unanswered))
     if unanswered:
-        await wait_for_quiet_sites(client, unanswered, "update_item", sizer, settings)
+        await wait_for_quiet_sites(client, unanswered, "update_item", sizer, settings, landed)
 
 
 @task(name="account-interrupted-runs", **STEP_OPTIONS)
