@@ -144,7 +144,14 @@ class CallSizer:
                 return
             self.site_factor.pop(site, None)
         elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
-            self.suspects.update(part.site_id for part in work if part.site_id not in self.site_factor)
+            # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
+            # makes it, until a call of its own measures it (its next work is cut to fit that).
+            ordinary = self.estimate(operation) or elapsed / max(units, 1)
+            for part in work:
+                if part.site_id not in self.site_factor:
+                    self.suspects.add(part.site_id)
+                    others = (units - part.units) * ordinary
+                    self.site_factor[part.site_id] = max(1.0, (elapsed - others) / (part.units * ordinary))
             self.slow_calls += 1
             return
         history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))

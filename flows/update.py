@@ -136,6 +136,7 @@ async def wait_for_update_jobs(
     for outcome in jobs:
         if outcome.finished or outcome.job.status in ("expired", "not_found"):
             journal.finish(outcome.job.id)
+    journal.close()
     return list(jobs)
 
 
@@ -225,7 +226,7 @@ async def maintain_fleet(
     run_dir = settings.report_dir / night.run_id
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()
-    artifact = NightArtifact(night.progress)
+    artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
     async with await open_dashboard(dashboard, settings) as client:
         sites, clients, errors = await select_fleet(client, selection)
         interrupted = [] if dry_run else journal.open_runs(night.run_id)
@@ -301,6 +302,7 @@ async def maintain_fleet(
             interrupted_summary(run, summary).write(run.run_dir)
             journal.accounted(run.run_id, night.run_id)
         journal.finish_run(night.run_id)
+    journal.close()
     return run_dir
 
 

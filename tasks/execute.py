@@ -154,6 +154,7 @@ async def execute_updates(
     async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe()} item(s)",
                          settings.progress_seconds):
         sent = await send_sized(sizer, "update_item", groups, send, settings.concurrency, on_done=applied)
+    journal.close()
     return reused + [call.result for call in sent]
 
 

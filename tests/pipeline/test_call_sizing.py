@@ -40,6 +40,9 @@ def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alon
     sizer.learn("sync", call, 16.0 + 20.0)  # one of the nine is ten times slower
     assert sizer.suspects == set(range(2, 11))
     assert sizer.estimate("sync") == 2.0, "a call with a slow site does not skew the estimate"
+    assert sizer.factor(2) == 10.0, "until measured alone, each suspect is taken for the slow one"
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    assert len(sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c"))])) == 3, "a suspect's items go one by one"
     queue = sites(2, 3, 50, 51)
     assert [w.site_id for w in sizer.take("sync", queue)] == [2]
     assert [w.site_id for w in sizer.take("sync", queue)] == [3]
