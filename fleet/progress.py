@@ -60,8 +60,13 @@ class NightProgress:
         return 100.0 * sum(min(t.done, t.total) for t in tallies) / total if total else 0.0
 
     def describe(self) -> str:
-        return (f"sites synced {self.synced.done}/{self.synced.total}, items applied "
-                f"{self.applied.done}/{self.applied.total}, sites checked {self.checked.done}/{self.checked.total}")
+        counts = (f"sites synced {self.synced.done}/{self.synced.total}, items applied "
+                  f"{self.applied.done}/{self.applied.total}, sites checked {self.checked.done}/{self.checked.total}")
+        percent = self.percent()
+        spent = time.monotonic() - self.synced.started
+        if 0 < percent < 100:
+            counts += f", about {format_seconds(spent * (100 - percent) / percent)} left"
+        return counts
 
 
 def format_seconds(seconds: float) -> str:

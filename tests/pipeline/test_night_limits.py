@@ -139,3 +139,41 @@ async def test_progress_lines_appear_while_a_job_is_waited_on(dashboard, monkeyp
     assert len(waiting) >= 2, lines
     assert any("site(s)" in line and "/" in line for line in waiting)
     assert any(line.startswith("still waiting: sites synced") for line in lines), "the night's own line"
+
+
+async def test_only_sites_something_was_applied_to_are_resynced_and_checked(dashboard):
+    emulator = dashboard(sites=30, seed=4, time_scale=0.002)
+    sites = emulator.truth()["sites"]
+    broken = next(s for s in sites.values() if s["status"] == "connected"
+                  and any(u["type"] == "plugin" for u in s["pending_updates"]))
+    for update in broken["pending_updates"]:
+        if update["type"] == "plugin":
+            emulator.post("faults/items", {"site_id": broken["id"], "type": "plugin", "slug": update["slug"],
+                                           "mode": "fail"})
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(types=[UpdateType.plugin]),
+                                                       send_report=False))
+    assert_every_item_accounted(summary, plan)
+    mine = [item for item in summary.items if item.site_id == broken["id"] and item.rule is None]
+    assert mine and {item.outcome for item in mine} == {Outcome.failed}
+    by_site = {site.site_id: site for site in summary.sites}
+    assert by_site[broken["id"]].check is None, "nothing was applied to it: no check"
+    updated = {site.site_id for site in summary.sites if site.updated}
+    assert updated and all(by_site[site_id].check is not None for site_id in updated)
+    work = summary.work
+    assert work.checks == len(updated) < work.naive_checks
+    assert work.syncs == work.naive_syncs - (work.naive_checks - len(updated))
+
+
+async def test_sites_synced_within_the_fresh_window_are_not_synced_again_first(dashboard, monkeypatch):
+    emulator = dashboard(sites=20, seed=6, time_scale=0.002)  # the generated fleet was synced within the last day
+    monkeypatch.setenv("FLEET_FRESH_SYNC_HOURS", "24")
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+    assert_every_item_accounted(summary, plan)
+    attempted = [item for item in summary.items if item.rule is None]
+    touched = {item.site_id for item in attempted if item.outcome is Outcome.updated}
+    assert summary.work.syncs == len(touched), "only the re-syncs after the updates"
+    # the trade-off: a site that went offline since its last sync is only found when its updates fail
+    connected = {int(site_id) for site_id, site in emulator.truth()["sites"].items()
+                 if site["status"] == "connected" and site["reachable"] and site["child_connected"]}
+    assert {item.outcome for item in attempted if item.site_id in connected} == {Outcome.updated}
+    assert all(item.outcome is Outcome.failed and item.reason for item in attempted if item.site_id not in connected)
