@@ -82,8 +82,9 @@ class JobJournal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._connection: sqlite3.Connection | None = None
+        self._answered: list[int] = []
 
-    def _execute(self, sql: str, parameters: tuple = ()) -> list[tuple]:
+    def _connect(self) -> None:
         if self._connection is None:
             connection = open_state_db(self.path)
             # WAL with NORMAL keeps every committed row through a killed process, without a sync per row
@@ -92,6 +93,9 @@ class JobJournal:
                 for statement in _SCHEMA:
                     connection.execute(statement)
             self._connection = connection
+
+    def _execute(self, sql: str, parameters: tuple = ()) -> list[tuple]:
+        self._connect()
         with self._connection:
             cursor = self._connection.execute(sql, parameters)
             rows = cursor.fetchall()
@@ -99,6 +103,7 @@ class JobJournal:
             return rows
 
     def close(self) -> None:
+        self.flush()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -162,7 +167,16 @@ class JobJournal:
         return int(self._last_id)
 
     def answered(self, intent_id: int) -> None:
-        self._execute("UPDATE intents SET answered = 1 WHERE id = ?", (intent_id,))
+        """Noted now, written with the next `flush` (or `close`): a run killed before that leaves the intent
+        unanswered, which only makes the next run wait for its sites to be quiet."""
+        self._answered.append(intent_id)
+
+    def flush(self) -> None:
+        if self._answered:
+            ids, self._answered = self._answered, []
+            self._connect()
+            with self._connection:
+                self._connection.executemany("UPDATE intents SET answered = 1 WHERE id = ?", [(i,) for i in ids])
 
     def open_runs(self, current: str) -> list[OpenRun]:
         """Runs other than `current` that never finished and that no later run has accounted for yet."""
