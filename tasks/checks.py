@@ -15,6 +15,7 @@ from fleet.plan import SiteRecord
 from fleet.settings import PipelineSettings
 from fleet.site_probe import probe_home_page, probe_url
 from fleet.summary import SiteCheck
+from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
 from tasks.sync import SiteErrorIndex, describe
@@ -53,6 +54,8 @@ async def dashboard_checks(
             if site_id is not None:
                 checks[site_id] = SiteCheck(online=False, error=describe(error.code, error.message))
         if start.queued and start.job_id:
+            step_logger().info("check job %s queued for %d site(s) (follow it: fleet dashboard job %s)",
+                               start.job_id, len(site_ids), start.job_id)
             outcome = await wait_for_batch_job(client, start.job_id, "check", site_ids, settings)
             failed = {report.site_id: report.message for report in outcome.reports}
             for site_id in site_ids:

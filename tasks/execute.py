@@ -1,8 +1,11 @@
-"""Step 6: apply one update type, only the planned slugs per site, re-using any job already running for them.
+"""Step 6: apply one update type, only the planned slugs per site, in calls sized by time, re-using any job
+already running for them.
 
 Sites are grouped so that every site of a call plans exactly the call's slugs (the dashboard applies one
-slug filter to all of them, and its queued jobs ignore the ignore lists). Each queued job is written to the
-journal the moment its id is known, so a retried task or a re-run waits on it instead of starting it again.
+slug filter to all of them, and its queued jobs ignore the ignore lists); the night's `CallSizer` cuts each
+group into calls that fit the budget. Every call is journalled before it is sent, and each queued job the
+moment its id is known, so a retried task or a re-run waits on it instead of starting it again, and a run
+killed mid-call is accounted for by the next one.
 """
 
 from __future__ import annotations
@@ -96,9 +99,12 @@ async def execute_updates(
     sizer = sizer or settings.call_sizer()
     journal = JobJournal(settings.state_path)
     reused, remaining = reuse_running_jobs([item for item in items if item.type is type_], type_, journal)
+    logger = step_logger()
+    for call in reused:
+        logger.info("%s update job %s, started earlier, covers %d site(s): waiting on it (fleet dashboard job %s)",
+                    type_.value, call.job_id, len(call.call.site_ids), call.job_id)
     index = SiteErrorIndex(sites)
     versions = {(item.site_id, item.slug): (item.from_version or "", item.to_version or "") for item in remaining}
-    logger = step_logger()
     tally = Tally(total=len(remaining))
 
     async def send(key: object, work: list[Work]) -> tuple[CallResult, float | None]:

@@ -110,7 +110,8 @@ async def sync_sites(
             if site_id is not None:
                 failures[site_id] = (error.code, describe(error.code, error.message))
         if start.queued and start.job_id:
-            logger.info("sync job %s queued for %d site(s)", start.job_id, len(site_ids))
+            logger.info("sync job %s queued for %d site(s) (follow it: fleet dashboard job %s)", start.job_id,
+                        len(site_ids), start.job_id)
             outcome = await wait_for_batch_job(client, start.job_id, "sync", site_ids, settings)
             for report in outcome.reports:
                 failures[report.site_id] = ("sync_failed", report.message or "sync failed")
