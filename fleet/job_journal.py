@@ -14,6 +14,7 @@ import socket
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -78,6 +79,8 @@ class OpenRun(BaseModel):
 class JobJournal:
     """The journal in the state file. One connection per journal, opened on first use: a night writes two rows
     per write call, and opening the file for each was most of their cost."""
+
+    live: ClassVar[set[str]] = set()  # runs going on in this process (`fleet serve` runs several at once)
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -152,8 +155,13 @@ class JobJournal:
     # runs and intents
 
     def start_run(self, run_id: str, run_dir: Path) -> None:
+        JobJournal.live.add(run_id)
         self._execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, NULL, NULL, ?, ?)",
                       (run_id, str(run_dir), datetime.now(UTC).isoformat(), socket.gethostname(), os.getpid()))
+
+    def leave(self, run_id: str) -> None:
+        """The run's process no longer works on it (finished, or failed: then the next run accounts for it)."""
+        JobJournal.live.discard(run_id)
 
     def finish_run(self, run_id: str) -> None:
         """The run accounted for everything it sent: its intents are no longer needed."""
@@ -184,7 +192,7 @@ class JobJournal:
                              "AND accounted_by IS NULL AND run_id != ? ORDER BY started_at", (current,))
         found = []
         for run_id, run_dir, started, host, pid in runs:
-            if _still_running(host, pid, datetime.fromisoformat(started)):
+            if run_id in JobJournal.live or _still_running(host, pid, datetime.fromisoformat(started)):
                 continue
             rows = self._execute("SELECT id, kind, type, items, sent_at, answered FROM intents WHERE run_id = ? "
                                  "ORDER BY id", (run_id,))
@@ -208,7 +216,7 @@ def _still_running(host: str, pid: int, started: datetime) -> bool:
     if host != socket.gethostname():
         return datetime.now(UTC) - started < timedelta(days=1)
     if pid == os.getpid():
-        return False  # an earlier run of this process (a flow run in the same process) that ended badly
+        return False  # a run of this process that is no longer live: it ended badly
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -237,47 +237,52 @@ async def maintain_fleet(
         night.progress.synced.total = 0 if dry_run else len(sites_to_sync(sites, settings, started))
         naive_syncs = sum(1 for site in sites if site.status is SiteStatus.online)  # the naive chain syncs all
         await artifact.open()
-        async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
-            # a sync is a write request: a dry run plans from the dashboard's last sync
-            (sites, pending), ignored = await asyncio.gather(
-                survey_fleet(client, sites, settings, sync=not dry_run, night=night),
-                load_ignores_task(client, quote([site.id for site in sites])),
-            )
-            accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
-                                                             quote(pending), night.sizer, settings)
-                         if interrupted else [])
-            plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
-                                           pending=quote(pending), ignored=quote(ignored), policy=policy,
-                                           selection=selection, dry_run=dry_run, settings=settings)
-            del pending, ignored  # the plan holds them now
-            plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-            decided = Counter(item.decision.value for item in plan.items)
-            logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
-                        ", ".join(f"{count} {decision}" for decision, count in decided.most_common()))
-            night.progress.applied.total = 0 if dry_run else decided.get(Decision.apply.value, 0)
-            if run_checks and not dry_run:  # at most: only the sites something was applied to are checked
-                night.progress.checked.total = len({item.site_id for item in plan.items
-                                                    if item.decision is Decision.apply})
-            attempted: list[Item] = []
-            jobs: list[JobOutcome] = []
-            checks: dict[int, SiteCheck] = {}
-            cohorts: list[Cohort] = []
-            resynced = 0
-            for position, cohort in enumerate([] if dry_run else plan.cohorts):
-                result = await run_cohort(client, plan, cohort, settings, run_checks, night)
-                errors += result.errors
-                attempted += result.items
-                jobs += result.jobs
-                checks |= result.checks
-                resynced += result.resynced
-                verdict = judge_cohort(cohort, len(failed_sites(result.items, result.checks)))
-                cohorts.append(verdict)
-                logger.info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
-                            verdict.status)
-                if verdict.status == "stopped":
-                    cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
-                    break
-        await artifact.close()
+        try:
+            async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
+                # a sync is a write request: a dry run plans from the dashboard's last sync
+                (sites, pending), ignored = await asyncio.gather(
+                    survey_fleet(client, sites, settings, sync=not dry_run, night=night),
+                    load_ignores_task(client, quote([site.id for site in sites])),
+                )
+                accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
+                                                                 quote(pending), night.sizer, settings)
+                             if interrupted else [])
+                plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
+                                               pending=quote(pending), ignored=quote(ignored), policy=policy,
+                                               selection=selection, dry_run=dry_run, settings=settings)
+                del pending, ignored  # the plan holds them now
+                plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
+                decided = Counter(item.decision.value for item in plan.items)
+                logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
+                            ", ".join(f"{count} {decision}" for decision, count in decided.most_common()))
+                night.progress.applied.total = 0 if dry_run else decided.get(Decision.apply.value, 0)
+                if run_checks and not dry_run:  # at most: only the sites something was applied to are checked
+                    night.progress.checked.total = len({item.site_id for item in plan.items
+                                                        if item.decision is Decision.apply})
+                attempted: list[Item] = []
+                jobs: list[JobOutcome] = []
+                checks: dict[int, SiteCheck] = {}
+                cohorts: list[Cohort] = []
+                resynced = 0
+                for position, cohort in enumerate([] if dry_run else plan.cohorts):
+                    result = await run_cohort(client, plan, cohort, settings, run_checks, night)
+                    errors += result.errors
+                    attempted += result.items
+                    jobs += result.jobs
+                    checks |= result.checks
+                    resynced += result.resynced
+                    verdict = judge_cohort(cohort, len(failed_sites(result.items, result.checks)))
+                    cohorts.append(verdict)
+                    logger.info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
+                                verdict.status)
+                    if verdict.status == "stopped":
+                        cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
+                        break
+        except BaseException:
+            journal.leave(night.run_id)  # the next run accounts for what this one applied
+            raise
+        finally:
+            await artifact.close()
     site_clients = {site.client for site in sites if site.client}
     summary = build_summary(
         plan=plan,
@@ -302,6 +307,7 @@ async def maintain_fleet(
             interrupted_summary(run, summary).write(run.run_dir)
             journal.accounted(run.run_id, night.run_id)
         journal.finish_run(night.run_id)
+    journal.leave(night.run_id)
     journal.close()
     return run_dir
 
