@@ -91,19 +91,26 @@ class CallSizer:
         return max(1, int(self.budget / per_unit)) if per_unit > 0 else 1 << 30
 
     def split_slow(self, operation: str, work: list[Work]) -> list[Work]:
-        """A slow site's update items cut into parts that each fit the budget on their own."""
+        """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
+
+        Each such site's first part goes first and the rest last: by the time the rest is taken, the first
+        part's answer has said whether the site is slow. A suspect found ordinary has its remaining parts
+        packed into shared calls again (`take` joins them); only a slow site keeps calls of its own.
+        """
         if not self.sizing(operation):
             return work
-        parts: list[Work] = []
+        first: list[Work] = []
+        ordinary: list[Work] = []
+        rest: list[Work] = []
         for part in work:
             fits = self.units_per_call(operation, part.site_id) if self.alone(part.site_id) else part.units
             if part.slugs and part.units > fits:
-                for start in range(0, len(part.slugs), fits):
-                    slugs = part.slugs[start : start + fits]
-                    parts.append(Work(part.site_id, len(slugs), slugs))
+                pieces = [part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits)]
+                first.append(Work(part.site_id, len(pieces[0]), pieces[0]))
+                rest += [Work(part.site_id, len(slugs), slugs) for slugs in pieces[1:]]
             else:
-                parts.append(part)
-        return parts
+                ordinary.append(part)
+        return first + ordinary + rest
 
     def cap(self, operation: str) -> int:
         """Most sites in one call: only updates may be sent as batch jobs, on purpose."""
@@ -133,16 +140,21 @@ class CallSizer:
         self.calls += 1
         units = sum(part.units for part in work)
         predicted = self.predict(operation, work)
-        if len(work) == 1:
+        if len({part.site_id for part in work}) == 1:
             site = work[0].site_id
-            self.suspects.discard(site)
             per_unit = elapsed / max(units, 1)
             ordinary = self.estimate(operation)
-            if ordinary and per_unit > ordinary * SLOW_MARGIN:
+            if ordinary is None:
+                if self.alone(site):
+                    return  # nothing to compare it with yet: it stays as it is, out of the estimate
+            elif per_unit > ordinary * SLOW_MARGIN:
+                self.suspects.discard(site)
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
                 return
-            self.site_factor.pop(site, None)
+            else:
+                self.suspects.discard(site)
+                self.site_factor.pop(site, None)
         elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
             # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
             # makes it, until a call of its own measures it (its next work is cut to fit that).
@@ -156,7 +168,6 @@ class CallSizer:
             return
         history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
         history.append(elapsed / max(units, 1))
-
 
     def lost(self, operation: str, work: list[Work]) -> None:
         """A call's answer was lost (the gateway's 504, a timeout): the gateway is shorter than the budget

@@ -65,8 +65,8 @@ def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
     sizer.learn("sync", [Work(7)], 20.0)  # site 7: ten times slower on every call
     sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)
     parts = sizer.split_slow("update_item", [Work(7, 5, ("a", "b", "c", "d", "e")), Work(1, 5, ("a",) * 5)])
-    assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (7, ("b",)), (7, ("c",)), (7, ("d",)),
-                                                     (7, ("e",)), (1, ("a",) * 5)]
+    assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (1, ("a",) * 5), (7, ("b",)), (7, ("c",)),
+                                                     (7, ("d",)), (7, ("e",))]
 
 
 def test_a_lost_answer_halves_the_budget_below_that_call():
@@ -110,3 +110,29 @@ def test_send_sized_keeps_groups_apart_and_no_more_calls_in_flight_than_the_limi
     assert all((key == "a") == all(s < 100 for s in ids) for key, ids in sent)
     assert sum(done) == 70 and sum(r.result for r in results) == 70
     assert max(len(ids) for _, ids in sent) == 10 and min(len(ids) for _, ids in sent[:3]) == 1
+
+
+def test_a_suspects_first_item_goes_first_and_its_rest_joins_shared_calls_once_it_proved_ordinary():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(2), Work(3)], 24.0)  # 2 or 3 is slow
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    parts = sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c")), Work(3, 2, ("a", "b")),
+                                             Work(4, 2, ("a", "b"))])
+    assert [(p.site_id, p.slugs) for p in parts] == [(2, ("a",)), (3, ("a",)), (4, ("a", "b")), (2, ("b",)),
+                                                     (2, ("c",)), (3, ("b",))]
+    queue = deque(parts)
+    assert sizer.take("update_item", queue) == [parts[0]]
+    assert sizer.take("update_item", queue) == [parts[1]]
+    sizer.learn("update_item", [parts[0]], 3.1)  # site 2 is ordinary
+    sizer.learn("update_item", [parts[1]], 30.0)  # site 3 is the slow one
+    assert [w.site_id for w in sizer.take("update_item", queue)] == [4, 2, 2]
+    assert sizer.take("update_item", queue) == [parts[5]], "the slow site's rest still goes alone"
+
+
+def test_before_anything_is_known_a_slow_sites_answer_does_not_become_the_estimate():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(9)], 20.0)
+    sizer.learn("update_item", [Work(9, 1, ("a",))], 30.0)
+    assert sizer.estimate("update_item") is None and sizer.alone(9)
