@@ -31,6 +31,7 @@ class Work:
     site_id: int
     units: int = 1
     slugs: tuple[str, ...] = ()
+    part: bool = False  # one of several parts of the site's work: never shares a call with another site
 
 
 @dataclass
@@ -106,8 +107,8 @@ class CallSizer:
             fits = self.units_per_call(operation, part.site_id) if self.alone(part.site_id) else part.units
             if part.slugs and part.units > fits:
                 pieces = [part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits)]
-                first.append(Work(part.site_id, len(pieces[0]), pieces[0]))
-                rest += [Work(part.site_id, len(slugs), slugs) for slugs in pieces[1:]]
+                first.append(Work(part.site_id, len(pieces[0]), pieces[0], part=True))
+                rest += [Work(part.site_id, len(slugs), slugs, part=True) for slugs in pieces[1:]]
             else:
                 ordinary.append(part)
         return first + ordinary + rest
@@ -121,13 +122,14 @@ class CallSizer:
         cap = self.cap(operation)
         if not self.sizing(operation):
             return [queue.popleft() for _ in range(min(cap, len(queue)))]
-        if self.alone(queue[0].site_id):
+        head = queue[0]
+        if self.alone(head.site_id):
             return [queue.popleft()]
         room = self.units_per_call(operation)
         taken = [queue.popleft()]
         used = taken[0].units
-        while queue and len(taken) < cap and not self.alone(queue[0].site_id):
-            if used + queue[0].units > room:
+        while queue and len(taken) < cap and not self.alone(queue[0].site_id) and used + queue[0].units <= room:
+            if queue[0].part != head.part or (head.part and queue[0].site_id != head.site_id):
                 break
             used += queue[0].units
             taken.append(queue.popleft())

@@ -112,21 +112,23 @@ def test_send_sized_keeps_groups_apart_and_no_more_calls_in_flight_than_the_limi
     assert max(len(ids) for _, ids in sent) == 10 and min(len(ids) for _, ids in sent[:3]) == 1
 
 
-def test_a_suspects_first_item_goes_first_and_its_rest_joins_shared_calls_once_it_proved_ordinary():
+def test_a_suspects_first_item_goes_first_and_its_rest_goes_in_one_call_once_it_proved_ordinary():
     sizer = CallSizer(budget=20)
     sizer.learn("sync", [Work(1)], 2.0)
     sizer.learn("sync", [Work(2), Work(3)], 24.0)  # 2 or 3 is slow
     sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
     parts = sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c")), Work(3, 2, ("a", "b")),
                                              Work(4, 2, ("a", "b"))])
-    assert [(p.site_id, p.slugs) for p in parts] == [(2, ("a",)), (3, ("a",)), (4, ("a", "b")), (2, ("b",)),
-                                                     (2, ("c",)), (3, ("b",))]
+    assert [(p.site_id, p.slugs, p.part) for p in parts] == [
+        (2, ("a",), True), (3, ("a",), True), (4, ("a", "b"), False), (2, ("b",), True), (2, ("c",), True),
+        (3, ("b",), True)]
     queue = deque(parts)
     assert sizer.take("update_item", queue) == [parts[0]]
     assert sizer.take("update_item", queue) == [parts[1]]
     sizer.learn("update_item", [parts[0]], 3.1)  # site 2 is ordinary
     sizer.learn("update_item", [parts[1]], 30.0)  # site 3 is the slow one
-    assert [w.site_id for w in sizer.take("update_item", queue)] == [4, 2, 2]
+    assert [w.site_id for w in sizer.take("update_item", queue)] == [4]
+    assert sizer.take("update_item", queue) == [parts[3], parts[4]], "an ordinary suspect's rest in one call"
     assert sizer.take("update_item", queue) == [parts[5]], "the slow site's rest still goes alone"
 
 
