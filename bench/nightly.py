@@ -49,8 +49,10 @@ VARIANTS = ("pipeline", "pipeline-200", "queued", "sequential")
 VARIANT_SETTINGS: dict[str, dict[str, str]] = {
     "pipeline": {},
     "pipeline-200": {"FLEET_CALL_BUDGET_SECONDS": "0", "FLEET_SITES_PER_CALL": "200"},
-    # the pipeline believes in no threshold, so every call carries its whole chunk and the dashboard queues it
-    "queued": {"FLEET_CALL_BUDGET_SECONDS": "0", "FLEET_SITES_PER_CALL": "100000", "FLEET_BATCH_THRESHOLD": "100000"},
+    # the pipeline believes in no threshold and the whole fleet is one chunk, so every step is one call per slug
+    # filter for all the sites, which the dashboard queues as a batch job
+    "queued": {"FLEET_CALL_BUDGET_SECONDS": "0", "FLEET_SITES_PER_CALL": "1000000",
+               "FLEET_BATCH_THRESHOLD": "1000000", "FLEET_CHUNK_SIZE": "1000000"},
 }
 
 
