@@ -96,7 +96,8 @@ class CallSizer:
 
         Each such site's first part goes first and the rest last: by the time the rest is taken, the first
         part's answer has said whether the site is slow. A suspect found ordinary has its remaining parts
-        packed into shared calls again (`take` joins them); only a slow site keeps calls of its own.
+        sent in as few calls as fit (`take` joins them); a slow site's go one by one. A part never shares a
+        call with another site: their shared slug filter could apply an item of another part twice.
         """
         if not self.sizing(operation):
             return work
