@@ -1,16 +1,24 @@
-"""Nightly benchmark: the nightly flow over 1,000 and 10,000 sites against `fleet emulator serve` (its latency and
-capacity model), side by side with the same work done by a plain sequential script.
+"""Nightly benchmark: the nightly flow over 1,000 and 10,000 sites against `fleet emulator serve` (its worker
+model: one PHP worker per request, the sites of a call one after another, a 60 s gateway, a slow-site tail),
+side by side with the same night done in other ways.
+
+Variants: `pipeline` (calls sized by time), `pipeline-200` (the same flow forced to fixed 200-site calls, as
+before calls were sized), `queued` (every call as one of the dashboard's batch jobs: its own pace, one cron
+chunk of 20 sites per 30 s) and `sequential` (a plain script, one site after another).
 
 For each variant: wall time against the emulator's modelled lower bound (total modelled work / its workers),
-orchestration CPU per site (this process only: the emulator and the Prefect server run elsewhere), peak RSS,
-requests the dashboard saw and job polls. Each variant runs in its own process against a fresh emulator; the
+the gateway timeouts (504) its own calls met, orchestration CPU per site (this process only: the emulator and
+the Prefect server run elsewhere), peak RSS, requests the dashboard saw and job polls, and the dashboard work
+the night asked for against the naive chain (sync all, update, check all, re-sync all).
+Each variant runs in its own process against a fresh emulator; the
 pipeline reports to one Prefect server started for the whole benchmark, as a deployed flow run reports to its
 server (API only: its background services run on the operator's server, not beside the flow). The flow's
 report step (from summary.json written to the flow's end: local work outside the dashboard's bound) is measured
 inside the same run and shown apart; the peak RSS is the whole flow's, report step included. Each flow's log
 goes to bench/results/.
 
-Run: `python bench/nightly.py [--sites 1000 10000] [--time-scale 0.01] [--sequential-max-sites 1000]`.
+Run: `python bench/nightly.py [--sites 1000 10000] [--time-scale 0.01] [--variants ...]
+[--sequential-max-sites 1000]`.
 Prints a table and writes bench/results/nightly.json.
 """
 
@@ -35,8 +43,17 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET = str(Path(sys.executable).parent / "fleet")
-WORK_SECONDS = {"sync": 2.0, "check": 1.0, "update_item": 3.0}  # the emulator's defaults (emulator/capacity.py)
 WORKERS = 8
+VARIANTS = ("pipeline", "pipeline-200", "queued", "sequential")
+# What each variant of the flow changes (FLEET_* settings); `scaled` values are multiplied by the time scale.
+VARIANT_SETTINGS: dict[str, dict[str, str]] = {
+    "pipeline": {},
+    "pipeline-200": {"FLEET_CALL_BUDGET_SECONDS": "0", "FLEET_SITES_PER_CALL": "200"},
+    # the pipeline believes in no threshold and the whole fleet is one chunk, so every step is one call per slug
+    # filter for all the sites, which the dashboard queues as a batch job
+    "queued": {"FLEET_CALL_BUDGET_SECONDS": "0", "FLEET_SITES_PER_CALL": "1000000",
+               "FLEET_BATCH_THRESHOLD": "1000000", "FLEET_CHUNK_SIZE": "1000000"},
+}
 
 
 def start_emulator(sites: int, time_scale: float, credentials: Path) -> subprocess.Popen[str]:
@@ -110,15 +127,6 @@ def truth(credentials: dict[str, Any]) -> dict[str, Any]:
     return answer.json()
 
 
-def modelled_lower_bound(credentials: dict[str, Any], operations: dict[str, int], time_scale: float) -> float:
-    """The emulator's own lower bound when it reports one, else total modelled work / workers."""
-    capacity = truth(credentials).get("capacity")
-    if capacity and "lower_bound_wall_seconds" in capacity:
-        return float(capacity["lower_bound_wall_seconds"])
-    work = sum(WORK_SECONDS[op] * count for op, count in operations.items())
-    return work / WORKERS * time_scale
-
-
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -128,7 +136,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def pipeline_env(credentials: dict[str, Any], report_dir: str) -> None:
+def pipeline_env(credentials: dict[str, Any], report_dir: str, variant: str, time_scale: float) -> None:
     os.environ.update({
         "FLEET_BASE_URL": credentials["base_url"],
         "FLEET_NAMESPACE": credentials["namespace"],
@@ -139,6 +147,11 @@ def pipeline_env(credentials: dict[str, Any], report_dir: str) -> None:
         "FLEET_REPORT_DIR": report_dir,
         "FLEET_PROBE_SITES": "false",  # the probe fetches the sites, not the dashboard: not part of the bound
         "FLEET_JOB_POLL_SECONDS": "0.2",
+        # the budget, the quiet wait and the progress lines are in real seconds: scale them like the dashboard
+        "FLEET_CALL_BUDGET_SECONDS": str(20 * time_scale),
+        "FLEET_QUIET_WAIT_SECONDS": str(900 * time_scale),
+        "FLEET_PROGRESS_SECONDS": str(max(30 * time_scale, 1.0)),
+        **VARIANT_SETTINGS[variant],
     })
 
 
@@ -161,11 +174,11 @@ class SummaryMark:
         flows.update.write_summary_task = marked
 
 
-def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> dict[str, Any]:
+def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float, variant: str) -> dict[str, Any]:
     from fleet.summary import Outcome, Summary
     from flows.nightly import nightly_maintenance
 
-    pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"))
+    pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"), variant, time_scale)
     requests = RequestCounter(credentials["base_url"])
     mark = SummaryMark()
     cpu, wall = cpu_seconds(), time.perf_counter()
@@ -174,18 +187,31 @@ def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float) -> 
     wall, cpu = end_wall - wall, end_cpu - cpu
     summary = Summary.read(Path(path))
     attempted = [item for item in summary.items if item.rule is None]
-    worked_on = {item.site_id for item in attempted}
-    synced = sum(1 for site in summary.sites if site.status == "online")
-    operations = {"sync": synced + len(worked_on), "check": len(worked_on), "update_item": len(attempted)}
+    capacity = truth(credentials).get("capacity", {})
+    work = summary.work
     return {
-        "variant": "pipeline", "sites": sites, "wall_s": wall, "cpu_s": cpu,
+        "variant": variant, "sites": sites, "wall_s": wall, "cpu_s": cpu,
         "report_wall_s": end_wall - mark.wall, "report_cpu_s": end_cpu - mark.cpu, "peak_rss_mb": peak_rss_mb(),
         "peak_rss_before_report_mb": mark.rss_mb,
-        "lower_bound_s": modelled_lower_bound(credentials, operations, time_scale),
+        "lower_bound_s": float(capacity["lower_bound_wall_seconds"]),
+        "gateway_timeouts": capacity.get("gateway_timeouts", 0),
+        "max_in_progress": capacity.get("max_in_progress"),
+        "longest_queue_wait_s": capacity.get("longest_queue_wait_seconds"),
         "requests": requests.count, "polls": sum(job.polls for job in summary.jobs),
         "jobs": len(summary.jobs), "items": len(summary.items),
         "updated": summary.counts.by_outcome.get(Outcome.updated, 0),
+        "unknown": summary.counts.by_outcome.get(Outcome.unknown, 0),
+        "attempted": len(attempted),
+        "work": work.model_dump() if work else None,
+        "modelled_work": modelled_work(capacity),
     }
+
+
+def modelled_work(capacity: dict[str, Any]) -> dict[str, float]:
+    """The dashboard's own ledger: operations it worked and the modelled seconds of each kind."""
+    seconds = capacity.get("work_seconds", {})
+    operations = capacity.get("operations", {})
+    return {operation: count * seconds.get(operation, 0.0) for operation, count in operations.items()}
 
 
 async def sequential(credentials: dict[str, Any]) -> tuple[int, int, int, int]:
@@ -220,19 +246,24 @@ def run_sequential(credentials: dict[str, Any], sites: int, time_scale: float) -
     cpu, wall = cpu_seconds(), time.perf_counter()
     synced, items, updated, polls = asyncio.run(sequential(credentials))
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    operations = {"sync": 2 * synced, "check": 0, "update_item": items}
+    capacity = truth(credentials).get("capacity", {})
     return {
         "variant": "sequential", "sites": sites, "wall_s": wall, "cpu_s": cpu,
         "report_wall_s": 0.0, "report_cpu_s": 0.0,
-        "lower_bound_s": modelled_lower_bound(credentials, operations, time_scale),
+        "lower_bound_s": float(capacity["lower_bound_wall_seconds"]),
+        "gateway_timeouts": capacity.get("gateway_timeouts", 0),
+        "max_in_progress": capacity.get("max_in_progress"),
         "requests": requests.count, "polls": polls, "jobs": 0, "items": items,
-        "updated": updated,
+        "updated": updated, "modelled_work": modelled_work(capacity),
     }
 
 
 def child(variant: str, credentials_file: Path, sites: int, time_scale: float) -> None:
     credentials = json.loads(credentials_file.read_text())
-    result = (run_pipeline if variant == "pipeline" else run_sequential)(credentials, sites, time_scale)
+    if variant == "sequential":
+        result = run_sequential(credentials, sites, time_scale)
+    else:
+        result = run_pipeline(credentials, sites, time_scale, variant)
     result.setdefault("peak_rss_mb", peak_rss_mb())
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -259,18 +290,26 @@ def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, 
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """The flow's wall time and CPU without its report step (local rendering, shown apart), against the bound."""
-    header = (f"{'variant':<11} {'sites':>6} {'wall s':>8} {'bound s':>8} {'x bound':>8} {'cpu ms/site':>11} "
-              f"{'report s':>9} {'report ms/site':>14} {'peak MB':>8} {'requests':>9} {'polls':>6} "
-              f"{'items':>7} {'updated':>8}")
+    """The flow's wall time and CPU without its report step (local rendering, shown apart), against the bound;
+    `vs queued`: how many times faster than the queued-jobs variant at the same size; `work s / naive s`: the
+    dashboard work the night asked for (modelled seconds at the times it measured) against the naive chain's."""
+    header = (f"{'variant':<12} {'sites':>6} {'wall s':>8} {'bound s':>8} {'x bound':>7} {'504s':>5} "
+              f"{'vs queued':>9} {'cpu ms/site':>11} {'report s':>8} {'peak MB':>7} {'requests':>8} {'polls':>6} "
+              f"{'items':>7} {'updated':>8} {'unknown':>7} {'work s / naive s':>17}")
     rows = [header, "-" * len(header)]
+    queued = {r["sites"]: r["wall_s"] - r["report_wall_s"] for r in results if r["variant"] == "queued"}
     for r in results:
         wall = r["wall_s"] - r["report_wall_s"]
         ratio = wall / r["lower_bound_s"] if r["lower_bound_s"] else float("nan")
-        rows.append(f"{r['variant']:<11} {r['sites']:>6} {wall:>8.1f} {r['lower_bound_s']:>8.1f} {ratio:>8.2f} "
-                    f"{1000 * (r['cpu_s'] - r['report_cpu_s']) / r['sites']:>11.2f} {r['report_wall_s']:>9.1f} "
-                    f"{1000 * r['report_cpu_s'] / r['sites']:>14.2f} {r['peak_rss_mb']:>8.0f} "
-                    f"{r['requests']:>9} {r['polls']:>6} {r['items']:>7} {r['updated']:>8}")
+        faster = f"{queued[r['sites']] / wall:.1f}x" if r["sites"] in queued and r["variant"] != "queued" else "-"
+        work = r.get("work") or {}
+        versus = (f"{work['seconds']:.0f} / {work['naive_seconds']:.0f}"
+                  if work.get("seconds") is not None and work.get("naive_seconds") is not None else "-")
+        rows.append(f"{r['variant']:<12} {r['sites']:>6} {wall:>8.1f} {r['lower_bound_s']:>8.1f} {ratio:>7.2f} "
+                    f"{r.get('gateway_timeouts', 0):>5} {faster:>9} "
+                    f"{1000 * (r['cpu_s'] - r['report_cpu_s']) / r['sites']:>11.2f} {r['report_wall_s']:>8.1f} "
+                    f"{r['peak_rss_mb']:>7.0f} {r['requests']:>8} {r['polls']:>6} {r['items']:>7} {r['updated']:>8} "
+                    f"{r.get('unknown', 0):>7} {versus:>17}")
     return "\n".join(rows)
 
 
@@ -278,9 +317,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sites", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--time-scale", type=float, default=0.01)
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--sequential-max-sites", type=int, default=1000,
                         help="Run the sequential script only up to this fleet size (it is slow by design).")
-    parser.add_argument("--child", choices=["pipeline", "sequential"], help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "nightly.json")
+    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--credentials", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -291,7 +332,9 @@ def main() -> None:
         server, prefect_env = start_prefect_server(Path(home))
         try:
             for sites in args.sites:
-                for variant in ("pipeline", *(("sequential",) if sites <= args.sequential_max_sites else ())):
+                for variant in args.variants:
+                    if variant == "sequential" and sites > args.sequential_max_sites:
+                        continue
                     results.append(measure(variant, sites, args.time_scale, prefect_env))
                     print(table(results[-1:]).splitlines()[-1], flush=True)
         finally:
@@ -299,11 +342,11 @@ def main() -> None:
             server.wait(timeout=60)
     print()
     print(table(results))
-    out = ROOT / "bench" / "results" / "nightly.json"
+    out = args.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"time_scale": args.time_scale, "python": platform.python_version(),
                                "machine": platform.machine(), "cpus": os.cpu_count(), "results": results}, indent=2))
-    print(f"\nwritten to {out.relative_to(ROOT)}")
+    print(f"\nwritten to {out}")
 
 
 if __name__ == "__main__":

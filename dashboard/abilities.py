@@ -192,16 +192,21 @@ class AbilityMethods(Connection):
     async def _run_parsed(self, name: str, data: dict[str, Any] | None, build: Any) -> Any:
         return parse(await self._run(name, data), build)
 
+    async def _run_batch(self, name: str, data: dict[str, Any], result_model: type[Any]) -> BatchStart[Any]:
+        """A batch-capable ability's answer, with how long the dashboard took (what sizes the next call)."""
+        answer = await self._run(name, data)
+        start = parse(answer, lambda body: BatchStart.parse(body, result_model))
+        start.elapsed = answer.elapsed
+        return start
+
     # sites
 
     async def sync_sites(self, site_ids: SiteSelector) -> BatchStart[SyncResult]:
         """Sync many sites: the immediate result, or a queued job above the dashboard's threshold."""
-        return await self._run_parsed("sync-sites-v1", site_selection(site_ids),
-                                      lambda b: BatchStart.parse(b, SyncResult))
+        return await self._run_batch("sync-sites-v1", site_selection(site_ids), SyncResult)
 
     async def check_sites(self, site_ids: SiteSelector) -> BatchStart[CheckResult]:
-        return await self._run_parsed("check-sites-v1", site_selection(site_ids),
-                                      lambda b: BatchStart.parse(b, CheckResult))
+        return await self._run_batch("check-sites-v1", site_selection(site_ids), CheckResult)
 
     # updates
 
@@ -275,7 +280,7 @@ class AbilityMethods(Connection):
         data = {**site_selection(site_ids), **type_selection(types)}
         if specific_items:
             data["specific_items"] = [str(s) for s in specific_items]
-        return await self._run_parsed("run-updates-v1", data, lambda b: BatchStart.parse(b, UpdateRunResult))
+        return await self._run_batch("run-updates-v1", data, UpdateRunResult)
 
     async def update_all(
         self, site_ids: SiteSelector = None, types: Sequence[UpdateType | str] | None = None

@@ -541,6 +541,7 @@ class BatchStart(Model, Generic[R]):
         default_factory=list, description="Sites refused when queueing; an immediate result has its own errors."
     )
     result: R | None = None
+    elapsed: float | None = Field(None, description="Seconds the dashboard took to answer (set by the client).")
 
     @classmethod
     def parse(cls, body: Any, result_model: type[R]) -> BatchStart[R]:

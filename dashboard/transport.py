@@ -3,10 +3,12 @@
 Retry rules (the only place that retries):
 - a request that never left (connect error, connect or pool timeout) and HTTP 429 are retried for every
   method: the dashboard did nothing;
-- idempotent calls (GET, idempotent abilities, writes the caller marks idempotent) also retry read
-  timeouts, dropped connections and 5xx answers that are not one of the dashboard's fixed error codes;
-- a non-idempotent write that got no answer, or a 5xx of that kind, raises `OutcomeUnknown` at once: it may
-  have been applied, so it is never repeated blindly.
+- idempotent calls (GET, idempotent abilities, writes the caller marks idempotent) also retry 5xx answers
+  that are not one of the dashboard's fixed error codes; reads also retry read timeouts and dropped
+  connections;
+- a write that got no answer (read timeout, dropped connection) or a gateway's 504, and a non-idempotent
+  write's 5xx of that kind, raise `OutcomeUnknown` at once: the dashboard may still be working on it, so it
+  is never repeated blindly.
 Waits grow exponentially with jitter up to `retry_cap`, and honour `Retry-After`.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -40,6 +43,7 @@ from dashboard.settings import DashboardSettings
 log = logging.getLogger("dashboard")
 
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_READS = ("GET", "HEAD", "OPTIONS")
 _REDACTED = "<redacted>"
 
 
@@ -62,6 +66,7 @@ class Answer:
     headers: httpx.Headers
     method: str
     path: str
+    elapsed: float = 0.0  # seconds from sending to the answer, not counting the wait for a free slot
 
 
 class SecretRedactor(logging.Filter):
@@ -135,7 +140,7 @@ class Transport:
     ) -> Answer:
         """Send one call, retrying what is safe, and return the answer or raise its typed error."""
         method = method.upper()
-        safe = method in ("GET", "HEAD", "OPTIONS") if idempotent is None else idempotent
+        safe = method in _READS if idempotent is None else idempotent
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=self._wait,
@@ -178,13 +183,15 @@ class Transport:
         auth = httpx.BasicAuth(*credentials.basic) if credentials.basic else None
         try:
             async with self._in_flight:  # the rest wait here, without httpx's pool timeout
+                sent = time.monotonic()
                 response = await self._http.request(
                     method, url, params=query or None, json=json, data=form, headers=credentials.headers, auth=auth
                 )
+                elapsed = time.monotonic() - sent
         except _NOT_SENT as exc:
             raise TransportError(self._describe(exc), code="connect", method=method, path=path) from None
         except (httpx.RequestError, OSError) as exc:  # OSError: an in-process (ASGI) server that dropped us
-            if safe:
+            if method in _READS:
                 raise TransportError(self._describe(exc), code="no_answer", method=method, path=path) from None
             raise OutcomeUnknown(
                 f"sent but no answer ({self._describe(exc)}); the write may or may not have been applied: "
@@ -208,14 +215,17 @@ class Transport:
             if body is _NOT_JSON:
                 raise InvalidResponse("the answer is not JSON", status=response.status_code, method=method,
                                       path=path)
-            return Answer(response.status_code, body, response.headers, method, path)
+            return Answer(response.status_code, body, response.headers, method, path, elapsed)
         raise self._settle(error, safe)
 
     def _settle(self, error: DashboardError, safe: bool) -> DashboardError:
         """A transient 5xx stays retryable for a safe call and becomes `OutcomeUnknown` for a write; so does
-        `ability_invalid_output` on a write, which the ability ran before its output failed validation."""
+        `ability_invalid_output` on a write, which the ability ran before its output failed validation, and a
+        gateway's 504 on any write, even one marked idempotent: the dashboard is still working on it, and
+        sending it again would only pile a second copy of the work on its workers."""
         ran_unreadable = bare_code(error.code) == "ability_invalid_output"
-        if safe or not (_transient(error) or ran_unreadable):
+        lost = error.status == 504 and error.method not in _READS
+        if not lost and (safe or not (_transient(error) or ran_unreadable)):
             return error
         return OutcomeUnknown(
             f"{error.message}; the write may or may not have been applied: re-read the state before trying again",

@@ -49,6 +49,8 @@ class CallResult(BaseModel):
     reused: bool = Field(False, description="The job was started earlier (a retry or a re-run) and re-used.")
     reports: list[ItemReport] = Field(default_factory=list)
     error: str | None = Field(None, description="The call itself failed; nothing is known of its items.")
+    lost: str | None = Field(None, description="The answer was lost (504, timeout): the call may have run.")
+    quiet: bool = Field(True, description="After a lost answer: its sites went quiet before they were re-read.")
 
 
 class JobOutcome(BaseModel):

@@ -1,14 +1,20 @@
-"""Every batch job the pipeline starts, written down the moment the dashboard answers.
+"""What the pipeline sent, written down before it is sent: runs, write calls (intents) and batch jobs.
 
 The dashboard has no guard against a second identical job, so a retried task or a re-run after a crash looks
-here first and waits on the job already running instead of starting it again.
+here first and waits on the job already running instead of starting it again. A run killed mid-night leaves
+its run open and its intents behind: the next run finds them, waits for those sites to be quiet, and accounts
+for every item the killed run touched (`fleet.interrupted`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -16,12 +22,22 @@ from fleet.first_seen import open_state_db
 from fleet.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
 from fleet.summary import UpdateType
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, kind TEXT NOT NULL, type TEXT, started_at TEXT NOT NULL,
     site_ids TEXT NOT NULL, slugs TEXT NOT NULL, finished INTEGER NOT NULL DEFAULT 0
+)""",
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, run_dir TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT,
+    accounted_by TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS intents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, kind TEXT NOT NULL, type TEXT,
+    items TEXT NOT NULL, sent_at TEXT NOT NULL, answered INTEGER NOT NULL DEFAULT 0
+)""",
 )
-"""
+
+PlannedItem = tuple[int, str, str, str]  # (site id, slug, installed version, offered version) when planned
 
 
 class JournalEntry(BaseModel):
@@ -35,18 +51,65 @@ class JournalEntry(BaseModel):
     finished: bool = False
 
 
+class Intent(BaseModel):
+    """One write call as it was about to be sent."""
+
+    id: int
+    run_id: str
+    kind: str
+    type: UpdateType | None = None
+    items: list[PlannedItem]
+    sent_at: datetime
+    answered: bool
+
+    @property
+    def site_ids(self) -> list[int]:
+        return sorted({site_id for site_id, *_ in self.items})
+
+
+class OpenRun(BaseModel):
+    """A run that started and never finished, with every write call it sent."""
+
+    run_id: str
+    run_dir: Path
+    started_at: datetime
+    intents: list[Intent] = Field(default_factory=list)
+
+
 class JobJournal:
+    """The journal in the state file. One connection per journal, opened on first use: a night writes two rows
+    per write call, and opening the file for each was most of their cost."""
+
+    live: ClassVar[set[str]] = set()  # runs going on in this process (`fleet serve` runs several at once)
+
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._connection: sqlite3.Connection | None = None
+        self._answered: list[int] = []
+
+    def _connect(self) -> None:
+        if self._connection is None:
+            connection = open_state_db(self.path)
+            # WAL with NORMAL keeps every committed row through a killed process, without a sync per row
+            connection.execute("PRAGMA synchronous=NORMAL")
+            with connection:
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+            self._connection = connection
 
     def _execute(self, sql: str, parameters: tuple = ()) -> list[tuple]:
-        connection = open_state_db(self.path)
-        try:
-            with connection:
-                connection.execute(_SCHEMA)
-                return connection.execute(sql, parameters).fetchall()
-        finally:
-            connection.close()
+        self._connect()
+        with self._connection:
+            cursor = self._connection.execute(sql, parameters)
+            rows = cursor.fetchall()
+            self._last_id = cursor.lastrowid
+            return rows
+
+    def close(self) -> None:
+        self.flush()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
     def record(self, entry: JournalEntry) -> None:
         self._execute(
@@ -88,3 +151,76 @@ class JobJournal:
             )
             for job_id, run_id, kind_, type_, started, site_ids, slugs, finished in rows
         ]
+
+    # runs and intents
+
+    def start_run(self, run_id: str, run_dir: Path) -> None:
+        JobJournal.live.add(run_id)
+        self._execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, NULL, NULL, ?, ?)",
+                      (run_id, str(run_dir), datetime.now(UTC).isoformat(), socket.gethostname(), os.getpid()))
+
+    def leave(self, run_id: str) -> None:
+        """The run's process no longer works on it (finished, or failed: then the next run accounts for it)."""
+        JobJournal.live.discard(run_id)
+
+    def finish_run(self, run_id: str) -> None:
+        """The run accounted for everything it sent: its intents are no longer needed."""
+        self._execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", (datetime.now(UTC).isoformat(), run_id))
+        self._execute("DELETE FROM intents WHERE run_id = ?", (run_id,))
+
+    def intend(self, run_id: str, kind: str, type_: UpdateType | None, items: list[PlannedItem]) -> int:
+        """Write a call down before it is sent; returns the intent's id."""
+        self._execute("INSERT INTO intents (run_id, kind, type, items, sent_at) VALUES (?, ?, ?, ?, ?)",
+                      (run_id, kind, type_.value if type_ else None, json.dumps(items), datetime.now(UTC).isoformat()))
+        return int(self._last_id)
+
+    def answered(self, intent_id: int) -> None:
+        """Noted now, written with the next `flush` (or `close`): a run killed before that leaves the intent
+        unanswered, which only makes the next run wait for its sites to be quiet."""
+        self._answered.append(intent_id)
+
+    def flush(self) -> None:
+        if self._answered:
+            ids, self._answered = self._answered, []
+            self._connect()
+            with self._connection:
+                self._connection.executemany("UPDATE intents SET answered = 1 WHERE id = ?", [(i,) for i in ids])
+
+    def open_runs(self, current: str) -> list[OpenRun]:
+        """Runs other than `current` that never finished and that no later run has accounted for yet."""
+        runs = self._execute("SELECT run_id, run_dir, started_at, host, pid FROM runs WHERE finished_at IS NULL "
+                             "AND accounted_by IS NULL AND run_id != ? ORDER BY started_at", (current,))
+        found = []
+        for run_id, run_dir, started, host, pid in runs:
+            if run_id in JobJournal.live or _still_running(host, pid, datetime.fromisoformat(started)):
+                continue
+            rows = self._execute("SELECT id, kind, type, items, sent_at, answered FROM intents WHERE run_id = ? "
+                                 "ORDER BY id", (run_id,))
+            intents = [Intent(id=id_, run_id=run_id, kind=kind, type=type_,
+                              items=[tuple(entry) for entry in json.loads(items)],
+                              sent_at=datetime.fromisoformat(sent), answered=bool(answered))
+                       for id_, kind, type_, items, sent, answered in rows]
+            found.append(OpenRun(run_id=run_id, run_dir=Path(run_dir), started_at=datetime.fromisoformat(started),
+                                 intents=intents))
+        return found
+
+    def accounted(self, run_id: str, by: str) -> None:
+        """`by` accounted for the items of the interrupted `run_id`."""
+        self._execute("UPDATE runs SET accounted_by = ? WHERE run_id = ?", (by, run_id))
+        self._execute("DELETE FROM intents WHERE run_id = ?", (run_id,))
+
+
+def _still_running(host: str, pid: int, started: datetime) -> bool:
+    """A run on this machine is alive while its process is; one elsewhere is taken as alive for a day (a run
+    on another worker of the same work pool cannot be asked)."""
+    if host != socket.gethostname():
+        return datetime.now(UTC) - started < timedelta(days=1)
+    if pid == os.getpid():
+        return False  # a run of this process that is no longer live: it ended badly
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

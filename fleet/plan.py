@@ -7,7 +7,7 @@ dates. The executor reads only the plan; it never re-reads the policy.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
 from urllib.parse import urlsplit
@@ -50,6 +50,11 @@ class SiteRecord(Record):
     status_reason: str | None = None
     deferral: Deferral | None = None  # outside its window or in a blackout: listed, never touched
     window_closes_at: datetime | None = None  # no new calls for this site from this moment
+    last_sync: datetime | None = None
+
+    def synced_within(self, hours: float, now: datetime) -> bool:
+        """The dashboard synced this site less than `hours` ago (never, for 0 hours)."""
+        return hours > 0 and self.last_sync is not None and now - self.last_sync < timedelta(hours=hours)
 
     @cached_property
     def domain(self) -> str:

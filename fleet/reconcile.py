@@ -130,6 +130,11 @@ def _not_moved(
         return Outcome.unknown, "no update call covered this item"
     if call.error:
         return Outcome.failed, f"the update call failed: {call.error}"
+    if call.lost and not call.quiet:
+        return Outcome.unknown, f"the call's answer was lost ({call.lost}) and the site was still busy when re-read"
+    if call.lost:
+        return Outcome.failed, (f"the call's answer was lost ({call.lost}); the site went quiet and the item "
+                                "was still not installed")
     job = evidence.job_by_id.get(call.job_id) if call.job_id else None
     if call.job_id and (job is None or not job.finished or job.job.status == "failed"):
         why = job.job.reason if job is not None and job.job.reason else "the job did not finish"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from fleet.breakage import judge_sites
+from fleet.call_sizing import CallSizer
+from fleet.job_journal import OpenRun
 from fleet.plan import Plan
 from fleet.policy import Policy
 from fleet.reconcile import DRY_RUN_RULE, not_attempted
@@ -12,6 +14,7 @@ from fleet.summary import (
     ApprovalRecord,
     Client,
     Cohort,
+    DashboardWork,
     Item,
     Job,
     NightHold,
@@ -115,3 +118,31 @@ def hold_client_mail(clients: list[Client], broken: list[SiteAlarm]) -> list[Cli
         if client.name in names else client
         for client in clients
     ]
+
+
+def dashboard_work(
+    sizer: CallSizer, *, syncs: int, update_items: int, checks: int, naive_syncs: int, naive_checks: int
+) -> DashboardWork:
+    """The night's site operations against the naive chain's, in modelled seconds at the measured times."""
+    rates = {operation: sizer.estimate(operation) for operation in ("sync", "update_item", "check")}
+    known = all(rate is not None for operation, rate in rates.items() if operation != "check" or checks)
+
+    def seconds(sync: int, check: int) -> float | None:
+        if not known:
+            return None
+        return round(sync * rates["sync"] + update_items * rates["update_item"] + check * (rates["check"] or 0), 1)
+
+    return DashboardWork(syncs=syncs, update_items=update_items, checks=checks, naive_syncs=naive_syncs,
+                         naive_checks=naive_checks, seconds=seconds(syncs, checks),
+                         naive_seconds=seconds(naive_syncs, naive_checks))
+
+
+def interrupted_summary(run: OpenRun, by: Summary) -> Summary:
+    """The summary.json a killed run never wrote: marked interrupted, with the items it applied, pointing to
+    the run that accounted for them."""
+    items = [item for item in by.items if item.applied_by_run == run.run_id]
+    return Summary(
+        run_id=run.run_id, started_at=run.started_at, finished_at=by.started_at, dashboard=by.dashboard,
+        counts=Summary.count(items), items=items, interrupted=True, accounted_by=by.run_id,
+        errors=[f"this run was interrupted; run {by.run_id} accounted for the {len(items)} item(s) it applied"],
+    )

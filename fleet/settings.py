@@ -11,6 +11,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from fleet.call_sizing import CallSizer
+
 DASHBOARD_JOB_TIMEOUT_SECONDS = 4 * 3600  # the dashboard fails a batch job after 4 hours
 
 
@@ -22,7 +24,27 @@ class PipelineSettings(BaseSettings):
         None, description="SQLite file for the first-seen store and the job journal (default: beside the reports)."
     )
     policy_file: Path | None = Field(None, description="Policy file (YAML or TOML); none means apply everything.")
-    concurrency: int = Field(8, ge=1, le=256, description="Requests in flight against the dashboard at once.")
+    concurrency: int = Field(
+        8, ge=1, le=256,
+        description="Your dashboard's PHP workers: requests in flight at once never exceed it (a request waiting "
+        "in the dashboard's queue also runs toward its gateway's timeout).",
+    )
+    call_budget_seconds: float = Field(
+        20, ge=0,
+        description="No call may need longer than this: calls are sized from the time per site (or item) the "
+        "dashboard's answers showed, well under a 60 s gateway. 0 = no sizing (calls of FLEET_SITES_PER_CALL).",
+    )
+    quiet_wait_seconds: float = Field(
+        900, gt=0,
+        description="After a write whose answer was lost (504, timeout), how long to wait at most for its sites "
+        "to be quiet before re-reading them.",
+    )
+    fresh_sync_hours: float = Field(
+        0, ge=0,
+        description="Skip the pre-sync of a site the dashboard synced within this many hours (0 = always sync).",
+    )
+    check_all_sites: bool = Field(False, description="Check every site with planned work, not only those updated.")
+    progress_seconds: float = Field(30, gt=0, description="Longest silence in the log while the run waits.")
     chunk_size: int = Field(500, ge=1, description="Sites handled by one Prefect task run.")
     batch_threshold: int = Field(
         200, ge=1, description="The dashboard's background threshold: calls over more sites queue a batch job."
@@ -30,9 +52,9 @@ class PipelineSettings(BaseSettings):
     sites_per_call: int = Field(
         200,
         ge=1,
-        description="Largest number of sites in one update call. Up to the dashboard's threshold a call runs at "
-        "once (the dashboard works on its sites in parallel); above it the dashboard queues a batch job, which "
-        "moves 20 sites per 30 s, and the sensor waits for it.",
+        description="Largest number of sites in one call. Calls are sized by FLEET_CALL_BUDGET_SECONDS and never "
+        "pass the dashboard's threshold; with the budget at 0, calls carry this many sites, and above the "
+        "threshold the dashboard queues a batch job (20 sites per 30 s), which the sensor waits for.",
     )
     job_deadline_seconds: float = Field(
         3.5 * 3600, gt=0, description="How long the sensor waits on one batch job (under the dashboard's 4 h)."
@@ -68,6 +90,14 @@ class PipelineSettings(BaseSettings):
         if self.job_deadline_seconds >= DASHBOARD_JOB_TIMEOUT_SECONDS:
             raise ValueError("job_deadline_seconds must stay under the dashboard's 4 h job timeout")
         return self
+
+    def call_sizer(self) -> CallSizer:
+        """One sizer per run: every step's calls learn from the answers of the steps before.
+
+        A per-call cap raised above the dashboard's threshold asks for update calls that queue batch jobs:
+        those carry that many sites, unsized, as every call does with the budget at 0.
+        """
+        return CallSizer(self.call_budget_seconds, self.sites_per_call, self.batch_threshold)
 
     @property
     def state_path(self) -> Path:

@@ -75,6 +75,8 @@ class Item(Record):
     cohort: str | None = None
     suspect: bool = Field(False, description="Applied to a site the night broke: a suspect of the breakage.")
     approved_by: str | None = Field(None, description="An item that needed approval: who approved it.")
+    applied_by_run: str | None = Field(
+        None, description="The interrupted run that applied this item (accounted for by this run).")
 
 
 class SiteCheck(Record):
@@ -236,6 +238,17 @@ class ApprovalRecord(BaseModel):
     timed_out: bool = False
     answered_by: str | None = None
     flow_run_id: str | None = None
+class DashboardWork(BaseModel):
+    """Site operations the night asked of the dashboard, against the naive chain (sync all, update, check all,
+    re-sync all), and the modelled seconds of each at the times per unit the night measured."""
+
+    syncs: int = 0
+    update_items: int = 0
+    checks: int = 0
+    naive_syncs: int = 0
+    naive_checks: int = 0
+    seconds: float | None = None
+    naive_seconds: float | None = None
 
 
 class Summary(BaseModel):
@@ -263,6 +276,10 @@ class Summary(BaseModel):
     cohorts: list[Cohort] = Field(default_factory=list)
     deliveries: list[Delivery] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="Run-level problems (a step that failed).")
+    interrupted: bool = Field(False, description="The run was killed before it finished; see `accounted_by`.")
+    accounted_by: str | None = Field(None, description="The later run that accounted for this run's items.")
+    accounts_for: list[str] = Field(default_factory=list, description="Interrupted runs whose items are here.")
+    work: DashboardWork | None = Field(None, description="The work this night asked of the dashboard.")
 
     @staticmethod
     def count(items: list[Item]) -> Counts:

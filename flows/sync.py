@@ -61,8 +61,10 @@ async def sync_selected(
 ) -> list[SiteRecord]:
     """Sync the usable sites in chunk tasks; the sites come back with their status after the sync."""
     usable = [site for site in sites if site.status is SiteStatus.online]
+    sizer = settings.call_sizer()
     results = await run_in_chunks(
-        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label), usable, settings
+        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label, sizer=sizer), usable,
+        settings,
     )
     failures = {site_id: failure for result in results for site_id, failure in result.items()}
     return apply_sync_failures(sites, failures)

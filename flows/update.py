@@ -22,16 +22,18 @@ from pydantic.json_schema import SkipJsonSchema
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.approval import awaiting, gate_timeout, settle
+from fleet.call_sizing import CallSizer
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
 from fleet.lanes import Lane, split_into_lanes, without_sites
 from fleet.maintenance_log import MaintenanceLog
-from fleet.plan import PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
+from fleet.plan import Decision, PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
 from fleet.policy import Policy, check_recipients, load_policy
+from fleet.progress import NightProgress, heartbeat
 from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
-from fleet.run_summary import build_summary, clients_with_recipients
+from fleet.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
 from fleet.settings import PipelineSettings
 from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck
 from fleet.windows import place_in_windows
@@ -42,8 +44,10 @@ from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
+from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
+from tasks.progress import NightArtifact
 from tasks.reconcile import reconcile_task
 from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job_task
@@ -57,12 +61,23 @@ class CohortResult:
     jobs: list[JobOutcome] = field(default_factory=list)
     checks: dict[int, SiteCheck] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    resynced: int = 0
 
     def add(self, other: CohortResult) -> None:
         self.items += other.items
         self.jobs += other.jobs
         self.checks |= other.checks
         self.errors += other.errors
+        self.resynced += other.resynced
+
+
+@dataclass
+class Night:
+    """What every step of one run shares: its id, the call sizer that learns from every answer, the progress."""
+
+    run_id: str
+    sizer: CallSizer
+    progress: NightProgress = field(default_factory=NightProgress)
 
 
 def run_identity(started: datetime) -> str:
@@ -85,20 +100,29 @@ def unverified(lane: Lane, reason: str) -> list[Item]:
     return [summary_item(item, sites[item.site_id], Outcome.unknown, reason) for item in lane.items]
 
 
+def sites_to_sync(sites: list[SiteRecord], settings: PipelineSettings, now: datetime) -> list[SiteRecord]:
+    """The usable sites, less those deferred by their window and those the dashboard synced within
+    `FLEET_FRESH_SYNC_HOURS`."""
+    return [site for site in sites if site.status is SiteStatus.online and site.deferral is None
+            and not site.synced_within(settings.fresh_sync_hours, now)]
+
+
 async def survey_fleet(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool, night: Night
 ) -> tuple[list[SiteRecord], list[PendingUpdate]]:
     """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only).
 
     The sites come back with their status after the sync; the list covers every selected site, usable or not,
     so that the plan can say why an item on an unusable site is skipped.
     """
+    now = datetime.now(UTC)
 
     async def chunk_step(
         chunk: list[SiteRecord], label: str
     ) -> tuple[dict[int, tuple[str, str]], list[PendingUpdate]]:
-        usable = [site for site in chunk if site.status is SiteStatus.online and site.deferral is None]
-        failures = await sync_sites_task(client, quote(usable), settings, label=label) if sync and usable else {}
+        usable = sites_to_sync(chunk, settings, now)
+        failures = (await sync_sites_task(client, quote(usable), settings, label=label, sizer=night.sizer,
+                                          progress=night.progress) if sync and usable else {})
         ids = [site.id for site in chunk]
         pending = await detect_updates_task(client, quote(ids), settings.concurrency, label=label)
         return failures, pending
@@ -120,29 +144,48 @@ async def wait_for_update_jobs(
     for outcome in jobs:
         if outcome.finished or outcome.job.status in ("expired", "not_found"):
             journal.finish(outcome.job.id)
+    journal.close()
     return list(jobs)
 
 
+def worked_on(calls: list[CallResult]) -> set[int]:
+    """Sites where something may have been applied: a call that queued a job, lost its answer, or reported an
+    item done. A site whose calls all failed outright is not re-synced: its last list still holds."""
+    sites = set()
+    for call in calls:
+        if call.job_id or call.lost or call.call.per_site:
+            sites.update(call.call.site_ids)
+        sites.update(report.site_id for report in call.reports if report.ok)
+    return sites
+
+
 async def run_lane(
-    client: DashboardClient, lane: Lane, run_id: str, settings: PipelineSettings, run_checks: bool
+    client: DashboardClient, lane: Lane, night: Night, settings: PipelineSettings, run_checks: bool
 ) -> CohortResult:
     """One lane through the sentence: each type in the safe order (its jobs waited out before the next type),
-    then checks, re-sync, a fresh list and reconcile."""
+    then checks and a re-sync of the sites something was applied to, a fresh list and reconcile."""
     result = CohortResult()
     calls: list[CallResult] = []
     before = await probe_before_updates_task(quote(lane.sites), settings, label=lane.label) if run_checks else {}
     for type_ in APPLY_ORDER:
         typed = lane.items_of(type_)
         if typed:
-            type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), run_id, settings,
-                                                    untouchable=quote(lane.untouchable.get(type_, {})),
-                                                    label=lane.label)
+            type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), night.run_id,
+                                                    settings, untouchable=quote(lane.untouchable.get(type_, {})),
+                                                    label=lane.label, sizer=night.sizer, progress=night.progress)
             calls += type_calls
             result.jobs += await wait_for_update_jobs(client, type_calls, settings)
+    touched = worked_on(calls)
+    resync = [site for site in lane.sites if site.id in touched]
     if run_checks:
-        result.checks = await check_sites_task(client, quote(lane.sites), settings, label=lane.label,
-                                               before=quote(before))
-    failures = await sync_sites_task(client, quote(lane.sites), settings, label=f"after-updates-{lane.label}")
+        checked = lane.sites if settings.check_all_sites else resync
+        if checked:
+            result.checks = await check_sites_task(client, quote(checked), settings, label=lane.label,
+                                                   before=quote(before), sizer=night.sizer)
+        night.progress.add(night.progress.checked, len(checked))
+    failures = (await sync_sites_task(client, quote(resync), settings, label=f"after-updates-{lane.label}",
+                                      sizer=night.sizer) if resync else {})
+    result.resynced = len(resync)
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
     result.items = await reconcile_task(quote(lane.items), quote(lane.sites), quote(calls), quote(result.jobs),
@@ -151,7 +194,8 @@ async def run_lane(
 
 
 async def run_cohort(
-    client: DashboardClient, plan: Plan, cohort: PlanCohort, settings: PipelineSettings, run_checks: bool
+    client: DashboardClient, plan: Plan, cohort: PlanCohort, settings: PipelineSettings, run_checks: bool,
+    night: Night,
 ) -> CohortResult:
     """The cohort's lanes side by side; a lane whose step failed after its retries accounts for its items."""
 
@@ -167,7 +211,7 @@ async def run_cohort(
             if not lane.sites:
                 return deferred
         try:
-            result = await run_lane(client, lane, plan.run_id, settings, run_checks)
+            result = await run_lane(client, lane, night, settings, run_checks)
             if late:
                 result.add(deferred)
             return result
@@ -206,8 +250,11 @@ async def maintain_fleet(
     policy = resolve_policy(policy_file, settings)  # a bad policy fails here, before any request
     started = datetime.now(UTC)
     moment = (at.replace(tzinfo=UTC) if at.tzinfo is None else at) if at is not None else started
-    run_id = run_identity(started)
-    run_dir = settings.report_dir / run_id
+    night = Night(run_identity(started), settings.call_sizer())
+    run_dir = settings.report_dir / night.run_id
+    journal = JobJournal(settings.state_path)
+    logger = get_run_logger()
+    artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
     async with await open_dashboard(dashboard, settings) as client:
         sites, clients = await select_fleet(client, selection)
         errors: list[str] = []
@@ -216,55 +263,83 @@ async def maintain_fleet(
         once_a_day = bool(policy.windows) and not dry_run  # hourly runs maintain a site once per window day
         sites, window_days = place_in_windows(sites, policy.windows, policy.blackouts, moment,
                                               maintained.last_days(client.settings.base_url) if once_a_day else None)
-        # a sync is a write request: a dry run plans from the dashboard's last sync
-        (sites, pending), ignored = await asyncio.gather(
-            survey_fleet(client, sites, settings, sync=not dry_run),
-            load_ignores_task(client, quote([site.id for site in sites])),
-        )
-        plan = await apply_policy_task(run_id=run_id, created_at=started, sites=quote(sites), pending=quote(pending),
-                                 ignored=quote(ignored), policy=policy, selection=selection, dry_run=dry_run,
-                                 settings=settings, planned_for=at and moment)
-        del pending, ignored  # the plan holds them now
-        plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-        logger = get_run_logger()
-        decided = Counter(item.decision.value for item in plan.items)
-        logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
-                    ", ".join(f"{count} {decision}" for decision, count in decided.most_common()))
-        attempted: list[Item] = []
-        jobs: list[JobOutcome] = []
-        checks: dict[int, SiteCheck] = {}
-        cohorts: list[Cohort] = []
-        for position, cohort in enumerate([] if dry_run else plan.cohorts):
-            result = await run_cohort(client, plan, cohort, settings, run_checks)
-            errors += result.errors
-            attempted += result.items
-            jobs += result.jobs
-            checks |= result.checks
-            verdict = judge_cohort(cohort, len(failed_sites(result.items, result.checks)))
-            cohorts.append(verdict)
-            logger.info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
-                        verdict.status)
-            if verdict.status == "stopped":
-                cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
-                break
-        approval: ApprovalRecord | None = None
-        waiting = [] if dry_run else awaiting(plan)
-        if waiting:  # the unattended items are done: now a person decides about the rest
-            answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting),
-                                                      client.settings.base_url, settings.report_dir / "alerts")
-            approved = settle(plan, answer)
-            if approved is not None:
-                result = await run_cohort(client, approved, approved.cohorts[0], settings, run_checks)
-                errors += result.errors
-                attempted += result.items
-                jobs += result.jobs
-                checks |= result.checks
-        if once_a_day:
-            maintained.record(client.settings.base_url, window_days, run_id)
+        interrupted = [] if dry_run else journal.open_runs(night.run_id)
+        if not dry_run:
+            journal.start_run(night.run_id, run_dir)
+        if interrupted:
+            await wait_for_interrupted_runs_task(client, quote(interrupted), night.sizer, settings)
+        night.progress.synced.total = 0 if dry_run else len(sites_to_sync(sites, settings, started))
+        naive_syncs = sum(1 for site in sites if site.status is SiteStatus.online)  # the naive chain syncs all
+        await artifact.open()
+        try:
+            async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
+                # a sync is a write request: a dry run plans from the dashboard's last sync
+                (sites, pending), ignored = await asyncio.gather(
+                    survey_fleet(client, sites, settings, sync=not dry_run, night=night),
+                    load_ignores_task(client, quote([site.id for site in sites])),
+                )
+                accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
+                                                                 quote(pending), night.sizer, settings)
+                             if interrupted else [])
+                plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
+                                               pending=quote(pending), ignored=quote(ignored), policy=policy,
+                                               selection=selection, dry_run=dry_run, settings=settings,
+                                               planned_for=at and moment)
+                del pending, ignored  # the plan holds them now
+                plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
+                decided = Counter(item.decision.value for item in plan.items)
+                logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
+                            ", ".join(f"{count} {decision}" for decision, count in decided.most_common()))
+                night.progress.applied.total = 0 if dry_run else decided.get(Decision.apply.value, 0)
+                if run_checks and not dry_run:  # at most: only the sites something was applied to are checked
+                    night.progress.checked.total = len({item.site_id for item in plan.items
+                                                        if item.decision is Decision.apply})
+                attempted: list[Item] = []
+                jobs: list[JobOutcome] = []
+                checks: dict[int, SiteCheck] = {}
+                cohorts: list[Cohort] = []
+                resynced = 0
+                for position, cohort in enumerate([] if dry_run else plan.cohorts):
+                    result = await run_cohort(client, plan, cohort, settings, run_checks, night)
+                    errors += result.errors
+                    attempted += result.items
+                    jobs += result.jobs
+                    checks |= result.checks
+                    resynced += result.resynced
+                    verdict = judge_cohort(cohort, len(failed_sites(result.items, result.checks)))
+                    cohorts.append(verdict)
+                    logger.info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
+                                verdict.status)
+                    if verdict.status == "stopped":
+                        cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
+                        break
+            approval: ApprovalRecord | None = None
+            waiting = [] if dry_run else awaiting(plan)
+            if waiting:  # the unattended items are done: now a person decides about the rest
+                answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting),
+                                                          client.settings.base_url, settings.report_dir / "alerts")
+                approved = settle(plan, answer)
+                if approved is not None:
+                    night.progress.applied.total += len(approved.items)
+                    async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
+                        result = await run_cohort(client, approved, approved.cohorts[0], settings, run_checks,
+                                                  night)
+                    errors += result.errors
+                    attempted += result.items
+                    jobs += result.jobs
+                    checks |= result.checks
+                    resynced += result.resynced
+            if once_a_day:
+                maintained.record(client.settings.base_url, window_days, night.run_id)
+        except BaseException:
+            journal.leave(night.run_id)  # the next run accounts for what this one applied
+            raise
+        finally:
+            await artifact.close()
     site_clients = {site.client for site in sites if site.client}
     summary = build_summary(
         plan=plan,
-        attempted=attempted,
+        attempted=attempted + accounted,
         jobs=[outcome.job for outcome in jobs],
         cohorts=cohorts if policy.rollout else [],
         checks=checks,
@@ -275,8 +350,21 @@ async def maintain_fleet(
         mail_clients_when_broken=policy.mail_clients_when_broken,
         approval=approval,
     )
+    usable = sum(1 for site in sites if site.status is SiteStatus.online)
+    summary.accounts_for = [run.run_id for run in interrupted]
+    summary.work = None if dry_run else dashboard_work(
+        night.sizer, syncs=night.progress.synced.done + resynced,
+        update_items=sum(1 for item in attempted if item.applied_by_run is None), checks=len(checks),
+        naive_syncs=naive_syncs + usable, naive_checks=usable if run_checks else 0)
     summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
     await write_summary_task(quote(summary), run_dir)
+    if not dry_run:
+        for run in interrupted:
+            interrupted_summary(run, summary).write(run.run_dir)
+            journal.accounted(run.run_id, night.run_id)
+        journal.finish_run(night.run_id)
+    journal.leave(night.run_id)
+    journal.close()
     return run_dir
 
 

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 import httpx
 from prefect import task
 
-from dashboard.errors import DashboardError
-from fleet.execution import split_evenly
+from dashboard.errors import DashboardError, OutcomeUnknown
+from fleet.call_sizing import CallSizer, Work, send_sized
 from fleet.fan_out import fan_out
 from fleet.plan import SiteRecord
 from fleet.settings import PipelineSettings
 from fleet.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.summary import SiteCheck
+from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
 from tasks.sync import SiteErrorIndex, describe
@@ -27,14 +28,22 @@ log = logging.getLogger("fleet.checks")
 
 
 async def dashboard_checks(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sizer: CallSizer | None = None
 ) -> dict[int, SiteCheck]:
-    """`check-sites-v1` over the sites (a queued check is waited on; it then reports only failures)."""
+    """`check-sites-v1` over the sites in calls sized by time (a queued check is waited on; it then reports
+    only failures; a check whose answer was lost is not sent again)."""
     index = SiteErrorIndex(sites)
     checks: dict[int, SiteCheck] = {}
+    sizer = sizer or settings.call_sizer()
 
-    async def check_call(site_ids: list[int]) -> None:
-        start = await client.check_sites(site_ids)
+    async def check_call(_: object, work: list[Work]) -> tuple[None, float | None]:
+        site_ids = [part.site_id for part in work]
+        try:
+            start = await client.check_sites(site_ids)
+        except OutcomeUnknown as error:
+            sizer.lost("check", work)
+            checks.update({site_id: SiteCheck(error=f"the check's answer was lost: {error}") for site_id in site_ids})
+            return None, None
         if start.result is not None:
             for checked in start.result.checked:
                 if checked.id is not None and checked.status is not None:
@@ -45,6 +54,8 @@ async def dashboard_checks(
             if site_id is not None:
                 checks[site_id] = SiteCheck(online=False, error=describe(error.code, error.message))
         if start.queued and start.job_id:
+            step_logger().info("check job %s queued for %d site(s) (follow it: fleet dashboard job %s)",
+                               start.job_id, len(site_ids), start.job_id)
             outcome = await wait_for_batch_job(client, start.job_id, "check", site_ids, settings)
             failed = {report.site_id: report.message for report in outcome.reports}
             for site_id in site_ids:
@@ -54,9 +65,10 @@ async def dashboard_checks(
                     checks.setdefault(site_id, SiteCheck(error=f"check job {start.job_id}: {outcome.job.reason}"))
                 else:
                     checks.setdefault(site_id, SiteCheck(online=True))
+        return None, None if start.queued else start.elapsed
 
-    await fan_out(split_evenly([site.id for site in sites], settings.batch_threshold), check_call,
-                  settings.concurrency)
+    await send_sized(sizer, "check", {None: [Work(site.id) for site in sites]}, check_call,
+                     settings.concurrency)
     return checks
 
 
@@ -113,6 +125,7 @@ async def check_sites(
     settings: PipelineSettings,
     probe_transport: httpx.AsyncBaseTransport | None = None,
     before: dict[int, ProbeResult] | None = None,
+    sizer: CallSizer | None = None,
 ) -> dict[int, SiteCheck]:
     """One `SiteCheck` per site (the dashboard's check, the probe, and the probe `before` the updates if given):
     a failing part is recorded, never raised.
@@ -120,7 +133,7 @@ async def check_sites(
     Open incidents are counted once for all checked sites (`count_open_incidents`): the monitor list is fleet-wide.
     """
     try:
-        checks = await dashboard_checks(client, sites, settings)
+        checks = await dashboard_checks(client, sites, settings, sizer)
     except DashboardError as error:
         checks = {site.id: SiteCheck(error=f"check-sites failed: {error}") for site in sites}
     probes = await probe_sites(sites, settings, probe_transport)
@@ -164,8 +177,9 @@ async def check_sites_task(
     probe_transport: httpx.AsyncBaseTransport | None = None,
     label: str = "chunk",
     before: dict[int, ProbeResult] | None = None,
+    sizer: CallSizer | None = None,
 ) -> dict[int, SiteCheck]:
-    return await check_sites(client, sites, settings, probe_transport, before)
+    return await check_sites(client, sites, settings, probe_transport, before, sizer)
 
 
 @task(name="probe-before-updates", task_run_name="probe-before-{label}", **STEP_OPTIONS)

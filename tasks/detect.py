@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
@@ -42,6 +43,7 @@ def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
         tags=sorted(site.tags.values()),
         status=status,
         status_reason=reason,
+        last_sync=site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None,
     )
 
 

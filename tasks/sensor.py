@@ -18,8 +18,10 @@ from dashboard.errors import JobError, JobExpired, JobNeverStarted, JobNotFound,
 from dashboard.jobs import WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
 from fleet.execution import JobOutcome, reports_from_job
+from fleet.progress import Tally, heartbeat
 from fleet.settings import PipelineSettings
 from fleet.summary import Job
+from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
@@ -47,11 +49,19 @@ async def wait_for_batch_job(
     """Wait until the job finishes or the wait ends for a stated reason; never raise for a job that went wrong."""
     polls = 0
     started = time.monotonic()
+    last: JobStatus | None = None
 
     async def poll() -> JobStatus:
-        nonlocal polls
+        nonlocal polls, last
         polls += 1
-        return await client.job_status(job_id)
+        last = await client.job_status(job_id)
+        return last
+
+    def describe() -> str:
+        if last is None:
+            return f"{kind} job {job_id} over {len(site_ids)} site(s): not read yet"
+        tally = Tally(total=last.total or len(site_ids), done=last.processed or 0, started=started)
+        return f"{kind} job {job_id}: {last.status.value}, {tally.describe()} site(s), {last.failed} failed"
 
     policy = WaitPolicy(
         deadline=settings.job_deadline_seconds,
@@ -61,7 +71,8 @@ async def wait_for_batch_job(
         never_started_after=settings.stall_after_seconds,
     )
     try:
-        status = await wait_for_job(poll, job_id, policy, on_progress=on_progress)
+        async with heartbeat(step_logger(), describe, settings.progress_seconds):
+            status = await wait_for_job(poll, job_id, policy, on_progress=on_progress)
     except (JobError, JobNotFound) as error:
         last = getattr(error, "last_status", None)
         ending = next((name for kind_, name in _ENDINGS if isinstance(error, kind_)), "error")

@@ -6,16 +6,21 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
+from dashboard.errors import OutcomeUnknown
 from dashboard.models import BatchSiteError
-from fleet.execution import split_evenly
-from fleet.fan_out import fan_out
+from fleet.call_sizing import CallSizer, Work, send_sized
 from fleet.plan import SiteRecord
+from fleet.progress import NightProgress, Tally, heartbeat
+from fleet.quiet import Quiet, wait_until_quiet
 from fleet.settings import PipelineSettings
+from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
+
+PendingState = frozenset[tuple[int, str, str, str]]
 
 
 class SiteErrorIndex:
@@ -44,37 +49,96 @@ def describe(code: str, message: str) -> str:
     return f"{message} [{code}]" if code else message
 
 
-async def sync_sites(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
-) -> dict[int, tuple[str, str]]:
-    """Sync the sites in calls of at most the dashboard's threshold; return {site id: (code, message)} of failures.
+async def wait_for_quiet_sites(
+    client: DashboardClient,
+    site_ids: list[int],
+    operation: str,
+    sizer: CallSizer,
+    settings: PipelineSettings,
+    landed: set[tuple[int, str, str, str]] | None = None,
+) -> Quiet[PendingState]:
+    """After a write whose answer was lost: read the sites' pending updates until they stop moving (or the
+    `landed` updates, (site, type, slug, version), are all gone), within `FLEET_QUIET_WAIT_SECONDS`."""
 
-    Immediate calls are preferred (they answer per site); a call the dashboard queues anyway is waited on.
+    async def read() -> PendingState:
+        return frozenset((u.site_id, u.type.value, u.slug, u.current_version or "")
+                         for u in await client.list_updates(include=site_ids))
+
+    def all_landed(state: PendingState) -> bool:
+        return bool(landed) and not (landed & state)
+
+    async with heartbeat(step_logger(), lambda: f"{operation} on site(s) {site_ids} to go quiet after a lost answer",
+                         settings.progress_seconds):
+        return await wait_until_quiet(read, settle=sizer.settle_seconds(operation, site_ids),
+                                      bound=settings.quiet_wait_seconds, done=all_landed)
+
+
+async def sync_sites(
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    settings: PipelineSettings,
+    sizer: CallSizer | None = None,
+    progress: NightProgress | None = None,
+) -> dict[int, tuple[str, str]]:
+    """Sync the sites in calls sized by time; return {site id: (code, message)} of the failures.
+
+    Immediate calls are preferred (they answer per site); a call the dashboard queues anyway is waited on. A
+    call whose answer was lost is never sent again: its sites are waited on until quiet.
     """
+    sizer = sizer or settings.call_sizer()
     index = SiteErrorIndex(sites)
     failures: dict[int, tuple[str, str]] = {}
+    logger = step_logger()
+    tally = Tally(total=len(sites))
 
-    async def sync_call(site_ids: list[int]) -> None:
-        start = await client.sync_sites(site_ids)
+    async def sync_call(_: object, work: list[Work]) -> tuple[None, float | None]:
+        site_ids = [part.site_id for part in work]
+        try:
+            start = await client.sync_sites(site_ids)
+        except OutcomeUnknown as error:
+            sizer.lost("sync", work)
+            logger.warning("sync of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
+                           site_ids, error)
+            quiet = await wait_for_quiet_sites(client, site_ids, "sync", sizer, settings)
+            if not quiet.quiet:
+                for site_id in site_ids:
+                    failures[site_id] = ("sync_unknown", f"the sync's answer was lost ({error}) and the site "
+                                         f"was still changing after {quiet.waited:.0f}s")
+            return None, None
         for error in start.errors + (start.result.errors if start.result else []):
             site_id = index.site_id(error)
             if site_id is not None:
                 failures[site_id] = (error.code, describe(error.code, error.message))
         if start.queued and start.job_id:
+            logger.info("sync job %s queued for %d site(s) (follow it: fleet dashboard job %s)", start.job_id,
+                        len(site_ids), start.job_id)
             outcome = await wait_for_batch_job(client, start.job_id, "sync", site_ids, settings)
             for report in outcome.reports:
                 failures[report.site_id] = ("sync_failed", report.message or "sync failed")
             if not outcome.finished:
                 for site_id in site_ids:
                     failures.setdefault(site_id, ("sync_unfinished", f"sync job {start.job_id}: {outcome.job.reason}"))
+            return None, None
+        return None, start.elapsed
 
-    ids = [site.id for site in sites]
-    await fan_out(split_evenly(ids, settings.batch_threshold), sync_call, settings.concurrency)
+    def synced(units: int) -> None:
+        tally.add(units)
+        if progress is not None:
+            progress.add(progress.synced, units)
+
+    async with heartbeat(logger, lambda: f"sync: {tally.describe()} site(s)", settings.progress_seconds):
+        await send_sized(sizer, "sync", {None: [Work(site.id) for site in sites]}, sync_call, settings.concurrency,
+                         on_done=synced)
     return failures
 
 
 @task(name="sync-sites", task_run_name="sync-{label}", **STEP_OPTIONS)
 async def sync_sites_task(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, label: str = "chunk"
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    settings: PipelineSettings,
+    label: str = "chunk",
+    sizer: CallSizer | None = None,
+    progress: NightProgress | None = None,
 ) -> dict[int, tuple[str, str]]:
-    return await sync_sites(client, sites, settings)
+    return await sync_sites(client, sites, settings, sizer, progress)

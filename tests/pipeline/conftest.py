@@ -67,7 +67,8 @@ def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     servers: list[EmulatorServer] = []
 
     def start(**config: Any) -> Dashboard:
-        server = EmulatorServer(EmulatorConfig(**{"time_scale": 0.001, "gateway_timeout": 0, **config})).start()
+        config = {"time_scale": 0.001, **config}
+        server = EmulatorServer(EmulatorConfig(**config)).start()
         servers.append(server)
         credentials = server.credentials
         env = {
@@ -77,6 +78,8 @@ def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
             "FLEET_STALL_AFTER_SECONDS": "5",
             "FLEET_RETRY_INITIAL": "0.01",
             "FLEET_RETRY_CAP": "0.05",
+            # the budget is in real seconds: 20 s of the modelled dashboard, on its scaled clock
+            "FLEET_CALL_BUDGET_SECONDS": str(20 * config["time_scale"]),
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

@@ -1,0 +1,231 @@
+"""Calls sized by time: how many sites (or update items) the next call to the dashboard may carry.
+
+A real dashboard works on the sites of one request one after another, on one PHP worker, and its web server
+answers 504 after 60 s while the work goes on. So no call may need longer than a budget (20 s by default). The
+sizer starts with one-site calls, learns each operation's time per unit (a site for sync and check, an item
+for updates) from the answers' elapsed time, and sizes the next calls from it. A call that took much longer
+than predicted marks its sites as suspects; a suspect gets calls of its own, which either clear it or measure
+how slow it is, and a slow site's work is then cut to what fits the budget on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+R = TypeVar("R")
+
+SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
+TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
+HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
+
+
+@dataclass(frozen=True)
+class Work:
+    """A site's share of a call: `units` of the operation (1 for a sync or check, its items for an update)."""
+
+    site_id: int
+    units: int = 1
+    slugs: tuple[str, ...] = ()
+    part: bool = False  # one of several parts of the site's work: never shares a call with another site
+
+
+@dataclass
+class CallSizer:
+    """Per-operation time per unit, per-site slowness, and the budget every call is sized to.
+
+    `budget` <= 0 turns sizing off: every call carries up to `max_sites` sites (today's fixed calls). A
+    `max_sites` above the dashboard's `threshold` asks for update calls that queue batch jobs: those are then
+    not sized; syncs and checks never pass the threshold.
+    """
+
+    budget: float
+    max_sites: int = 200
+    threshold: int = 200
+    first_units: int = 1
+    per_unit: dict[str, deque[float]] = field(default_factory=dict)
+    site_factor: dict[int, float] = field(default_factory=dict)
+    suspects: set[int] = field(default_factory=set)
+    calls: int = 0
+    slow_calls: int = 0
+
+    def sizing(self, operation: str) -> bool:
+        return self.budget > 0 and (operation != "update_item" or self.max_sites <= self.threshold)
+
+    def estimate(self, operation: str) -> float | None:
+        """Seconds per unit of `operation` on an ordinary site, or None before any answer."""
+        history = self.per_unit.get(operation)
+        return statistics.median(history) if history else None
+
+    def factor(self, site_id: int) -> float:
+        return self.site_factor.get(site_id, 1.0)
+
+    def alone(self, site_id: int) -> bool:
+        """A site seen slow, or suspected of it, gets calls of its own."""
+        return site_id in self.suspects or self.factor(site_id) > SLOW_MARGIN
+
+    def settle_seconds(self, operation: str, site_ids: list[int]) -> float:
+        """How long a read of these sites' state may stay unchanged while `operation` still runs on one of
+        them. A lost answer most often hides a slow site not yet known as one, so one unit is allowed the
+        slow tail's time (`TAIL_FACTOR`), with room to spare; before anything was measured, three budgets."""
+        per_unit = self.estimate(operation)
+        if per_unit is None:
+            return 3 * max(self.budget, 1.0)
+        return 1.5 * per_unit * max(TAIL_FACTOR, *(self.factor(site_id) for site_id in site_ids))
+
+    def predict(self, operation: str, work: list[Work]) -> float | None:
+        per_unit = self.estimate(operation)
+        if per_unit is None:
+            return None
+        return sum(per_unit * self.factor(part.site_id) * part.units for part in work)
+
+    def units_per_call(self, operation: str, site_id: int | None = None) -> int:
+        """How many units of `operation` fit the budget (on `site_id`, if it is slow)."""
+        per_unit = self.estimate(operation)
+        if per_unit is None:
+            return self.first_units
+        per_unit *= self.factor(site_id) if site_id is not None else 1.0
+        return max(1, int(self.budget / per_unit)) if per_unit > 0 else 1 << 30
+
+    def split_slow(self, operation: str, work: list[Work]) -> list[Work]:
+        """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
+
+        Each such site's first part goes first and the rest last: by the time the rest is taken, the first
+        part's answer has said whether the site is slow. A suspect found ordinary has its remaining parts
+        sent in as few calls as fit (`take` joins them); a slow site's go one by one. A part never shares a
+        call with another site: their shared slug filter could apply an item of another part twice.
+        """
+        if not self.sizing(operation):
+            return work
+        first: list[Work] = []
+        ordinary: list[Work] = []
+        rest: list[Work] = []
+        for part in work:
+            fits = self.units_per_call(operation, part.site_id) if self.alone(part.site_id) else part.units
+            if part.slugs and part.units > fits:
+                pieces = [part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits)]
+                first.append(Work(part.site_id, len(pieces[0]), pieces[0], part=True))
+                rest += [Work(part.site_id, len(slugs), slugs, part=True) for slugs in pieces[1:]]
+            else:
+                ordinary.append(part)
+        return first + ordinary + rest
+
+    def cap(self, operation: str) -> int:
+        """Most sites in one call: only updates may be sent as batch jobs, on purpose."""
+        return self.max_sites if operation == "update_item" else min(self.max_sites, self.threshold)
+
+    def take(self, operation: str, queue: deque[Work]) -> list[Work]:
+        """The next call's share of `queue`: a suspect or slow site alone, else sites up to the budget."""
+        cap = self.cap(operation)
+        if not self.sizing(operation):
+            return [queue.popleft() for _ in range(min(cap, len(queue)))]
+        head = queue[0]
+        if self.alone(head.site_id):
+            return [queue.popleft()]
+        room = self.units_per_call(operation)
+        taken = [queue.popleft()]
+        used = taken[0].units
+        while queue and len(taken) < cap and not self.alone(queue[0].site_id) and used + queue[0].units <= room:
+            if queue[0].part != head.part or (head.part and queue[0].site_id != head.site_id):
+                break
+            used += queue[0].units
+            taken.append(queue.popleft())
+        return taken
+
+    def learn(self, operation: str, work: list[Work], elapsed: float | None) -> None:
+        """Fold one answer in: the call's time per unit, and whether a site in it is slow."""
+        if elapsed is None or not work:
+            return
+        self.calls += 1
+        units = sum(part.units for part in work)
+        predicted = self.predict(operation, work)
+        if len({part.site_id for part in work}) == 1:
+            site = work[0].site_id
+            per_unit = elapsed / max(units, 1)
+            ordinary = self.estimate(operation)
+            if ordinary is None:
+                if self.alone(site):
+                    return  # nothing to compare it with yet: it stays as it is, out of the estimate
+            elif per_unit > ordinary * SLOW_MARGIN:
+                self.suspects.discard(site)
+                self.site_factor[site] = per_unit / ordinary
+                self.slow_calls += 1
+                return
+            else:
+                self.suspects.discard(site)
+                self.site_factor.pop(site, None)
+        elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
+            # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
+            # makes it, until a call of its own measures it (its next work is cut to fit that).
+            ordinary = self.estimate(operation) or elapsed / max(units, 1)
+            for part in work:
+                if part.site_id not in self.site_factor:
+                    self.suspects.add(part.site_id)
+                    others = (units - part.units) * ordinary
+                    self.site_factor[part.site_id] = max(1.0, (elapsed - others) / (part.units * ordinary))
+            self.slow_calls += 1
+            return
+        history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
+        history.append(elapsed / max(units, 1))
+
+    def lost(self, operation: str, work: list[Work]) -> None:
+        """A call's answer was lost (the gateway's 504, a timeout): the gateway is shorter than the budget
+        allowed for, so the budget drops to half of what that call was predicted to need."""
+        predicted = self.predict(operation, work)
+        if predicted is not None and self.sizing(operation):
+            self.budget = min(self.budget, predicted / 2)
+        self.suspects.update(part.site_id for part in work)
+
+
+@dataclass
+class SizedCall(Generic[R]):
+    """One call as sent: its operation's group key, its work, and what the sender made of the answer."""
+
+    key: object
+    work: list[Work]
+    result: R
+
+
+Send = Callable[[object, list[Work]], Awaitable[tuple[R, float | None]]]
+
+
+async def send_sized(
+    sizer: CallSizer,
+    operation: str,
+    groups: dict[object, list[Work]],
+    send: Send[R],
+    limit: int,
+    on_done: Callable[[int], object] | None = None,
+) -> list[SizedCall[R]]:
+    """Send every group's work in calls sized by `sizer`, at most `limit` calls in flight.
+
+    Work of different groups never shares a call (a group is, say, one slug filter). `send(key, work)` returns
+    its result and the call's elapsed seconds (None when unknown), which the sizer learns from before the next
+    call is cut. `on_done(units)` is told of each finished call.
+    """
+    queues = [(key, deque(sizer.split_slow(operation, work))) for key, work in groups.items() if work]
+    results: list[SizedCall[R]] = []
+
+    def next_call() -> tuple[object, list[Work]] | None:
+        while queues:
+            key, queue = queues[0]
+            if queue:
+                return key, sizer.take(operation, queue)
+            queues.pop(0)
+        return None
+
+    async def sender() -> None:
+        while (call := next_call()) is not None:
+            key, work = call
+            result, elapsed = await send(key, work)
+            sizer.learn(operation, work, elapsed)
+            results.append(SizedCall(key, work, result))
+            if on_done is not None:
+                on_done(sum(part.units for part in work))
+
+    await asyncio.gather(*(sender() for _ in range(max(1, limit))))
+    return results

@@ -1,0 +1,48 @@
+"""Accounting for a run that was killed mid-night: every item it applied gets an outcome in the next run.
+
+The killed run journalled every write call before sending it (`fleet.job_journal`). Once its sites are quiet
+and re-read, an item it meant to update is accounted for as `updated` by it when it is no longer pending at
+the version it had then; an item still pending is not, and the new run plans and applies it as its own.
+"""
+
+from __future__ import annotations
+
+from fleet.job_journal import OpenRun
+from fleet.plan import PendingUpdate, SiteRecord
+from fleet.summary import Item, Outcome, UpdateType
+
+
+def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int]:
+    """Sites the runs sent update calls for (only those whose answer never came, with `answered=False`)."""
+    return sorted({site_id for run in runs for intent in run.intents
+                   if intent.kind == "update" and (answered is None or intent.answered == answered)
+                   for site_id in intent.site_ids})
+
+
+def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[PendingUpdate]) -> list[Item]:
+    """The items the interrupted runs applied, each with the run that applied it.
+
+    `sites` are the sites synced tonight and `fresh` their pending list read after that sync; an item on
+    another site is left out (nothing fresh is known of it).
+    """
+    now = {update.key: update for update in fresh}
+    accounted: dict[tuple[int, UpdateType, str], Item] = {}
+    for run in runs:
+        for intent in run.intents:
+            if intent.kind != "update" or intent.type is None:
+                continue
+            for site_id, slug, version, offered in intent.items:
+                key = (site_id, intent.type, slug)
+                site = sites.get(site_id)
+                pending = now.get(key)
+                if site is None or key in accounted or (pending is not None and (pending.from_version or "") ==
+                                                        version):
+                    continue
+                to_version = pending.from_version if pending is not None else offered or None
+                accounted[key] = Item(
+                    site_id=site_id, site_url=site.url, site_name=site.name, client=site.client, type=intent.type,
+                    slug=slug, name=slug, from_version=version or None,
+                    to_version=to_version, outcome=Outcome.updated,
+                    reason=f"applied by the interrupted run {run.run_id}", applied_by_run=run.run_id,
+                )
+    return list(accounted.values())

@@ -1,0 +1,65 @@
+"""Before and after tonight's survey: the runs that were killed mid-night.
+
+First their sites are left to go quiet (a call whose answer never came may still run on the dashboard, and
+planning it again would apply it twice); after the survey, every item they applied is accounted for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prefect import task
+
+from fleet.call_sizing import CallSizer
+from fleet.interrupted import account_interrupted, touched_sites
+from fleet.job_journal import OpenRun
+from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
+from fleet.settings import PipelineSettings
+from fleet.summary import Item
+from tasks.detect import detect_updates, site_record
+from tasks.progress import step_logger
+from tasks.retries import STEP_OPTIONS
+from tasks.sync import sync_sites, wait_for_quiet_sites
+
+if TYPE_CHECKING:
+    from dashboard.client import DashboardClient
+
+
+@task(name="wait-for-interrupted-runs", **STEP_OPTIONS)
+async def wait_for_interrupted_runs_task(
+    client: DashboardClient, runs: list[OpenRun], sizer: CallSizer, settings: PipelineSettings
+) -> None:
+    """Wait until the sites of calls the killed runs sent without reading an answer are quiet."""
+    unanswered = touched_sites(runs, answered=False)
+    landed = {(site_id, intent.type.value, slug, version) for run in runs for intent in run.intents
+              if not intent.answered and intent.type is not None for site_id, slug, version, _ in intent.items}
+    step_logger().warning("run(s) %s did not finish; %d site(s) had a call without an answer",
+                          ", ".join(run.run_id for run in runs), len(unanswered))
+    if unanswered:
+        await wait_for_quiet_sites(client, unanswered, "update_item", sizer, settings, landed)
+
+
+@task(name="account-interrupted-runs", **STEP_OPTIONS)
+async def account_interrupted_runs_task(
+    client: DashboardClient,
+    runs: list[OpenRun],
+    sites: list[SiteRecord],
+    pending: list[PendingUpdate],
+    sizer: CallSizer,
+    settings: PipelineSettings,
+) -> list[Item]:
+    """The items the killed runs applied; their sites outside tonight's selection are synced and read here."""
+    touched = set(touched_sites(runs))
+    synced = {site.id: site for site in sites if site.id in touched and site.status is SiteStatus.online}
+    fresh = [update for update in pending if update.site_id in synced]
+    others = [site_record(await client.get_site(site_id), {}) for site_id in sorted(touched - {s.id for s in sites})]
+    others = [site for site in others if site.status is SiteStatus.online]
+    if others:
+        failures = await sync_sites(client, others, settings, sizer)
+        others = [site for site in others if site.id not in failures]
+        synced |= {site.id: site for site in others}
+        fresh += await detect_updates(client, [site.id for site in others], settings.concurrency)
+    items = account_interrupted(runs, synced, fresh)
+    step_logger().info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(items),
+                       ", ".join(run.run_id for run in runs))
+    return items

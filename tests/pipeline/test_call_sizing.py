@@ -1,0 +1,140 @@
+"""Calls sized by time: the sizer on its own (no Prefect, no HTTP), fed the elapsed times a dashboard answers in."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from fleet.call_sizing import CallSizer, Work, send_sized
+
+
+def sites(*ids: int, units: int = 1) -> deque[Work]:
+    return deque(Work(site_id, units, tuple(f"s{n}" for n in range(units)) if units > 1 else ()) for site_id in ids)
+
+
+def test_the_first_call_is_small_and_the_next_ones_fill_the_budget():
+    sizer = CallSizer(budget=20)
+    queue = sites(*range(1, 101))
+    first = sizer.take("sync", queue)
+    assert len(first) == 1
+    sizer.learn("sync", first, 2.1)  # one site: bootstrap and 2 s of work
+    second = sizer.take("sync", queue)
+    assert len(second) == 9  # 9 x 2.1 s fits 20 s, 10 would not
+    sizer.learn("sync", second, 9 * 2.0)
+    assert 9 <= len(sizer.take("sync", queue)) <= 10
+
+
+def test_operations_are_learned_apart():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    assert sizer.units_per_call("sync") == 10
+    assert sizer.units_per_call("update_item") == 1  # nothing known of updates yet: start small
+    sizer.learn("update_item", [Work(2, 4, ("a", "b", "c", "d"))], 12.0)
+    assert sizer.units_per_call("update_item") == 6
+
+
+def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alone():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    call = [Work(site_id) for site_id in range(2, 11)]
+    sizer.learn("sync", call, 16.0 + 20.0)  # one of the nine is ten times slower
+    assert sizer.suspects == set(range(2, 11))
+    assert sizer.estimate("sync") == 2.0, "a call with a slow site does not skew the estimate"
+    assert sizer.factor(2) == 10.0, "until measured alone, each suspect is taken for the slow one"
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    assert len(sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c"))])) == 3, "a suspect's items go one by one"
+    queue = sites(2, 3, 50, 51)
+    assert [w.site_id for w in sizer.take("sync", queue)] == [2]
+    assert [w.site_id for w in sizer.take("sync", queue)] == [3]
+    assert [w.site_id for w in sizer.take("sync", queue)] == [50, 51]
+
+
+def test_a_suspect_measured_alone_is_cleared_or_known_slow():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(2), Work(3)], 24.0)
+    sizer.learn("sync", [Work(2)], 2.1)
+    sizer.learn("sync", [Work(3)], 20.0)
+    assert not sizer.alone(2)
+    assert sizer.alone(3) and 9 < sizer.factor(3) < 10.1
+
+
+def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(7)], 20.0)  # site 7: ten times slower on every call
+    sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)
+    parts = sizer.split_slow("update_item", [Work(7, 5, ("a", "b", "c", "d", "e")), Work(1, 5, ("a",) * 5)])
+    assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (1, ("a",) * 5), (7, ("b",)), (7, ("c",)),
+                                                     (7, ("d",)), (7, ("e",))]
+
+
+def test_a_lost_answer_halves_the_budget_below_that_call():
+    sizer = CallSizer(budget=20)
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    call = sizer.take("update_item", sites(*range(2, 10)))
+    assert len(call) == 6
+    sizer.lost("update_item", call)  # 18 s predicted, and the gateway gave up on it
+    assert sizer.budget == 9.0
+    assert sizer.units_per_call("update_item") == 3
+
+
+def test_without_a_budget_calls_carry_the_cap_and_updates_above_the_threshold_may_queue():
+    sizer = CallSizer(budget=0, max_sites=1000, threshold=200)
+    assert len(sizer.take("update_item", sites(*range(450)))) == 450
+    assert len(sizer.take("sync", sites(*range(450)))) == 200
+    sized = CallSizer(budget=20, max_sites=1000, threshold=200)
+    assert len(sized.take("update_item", sites(*range(450)))) == 450, "a cap above the threshold asks for jobs"
+    assert len(sized.take("sync", sites(*range(450)))) == 1, "syncs stay sized"
+
+
+def test_send_sized_keeps_groups_apart_and_no_more_calls_in_flight_than_the_limit():
+    sizer = CallSizer(budget=20)
+    in_flight = peak = 0
+    sent: list[tuple[object, list[int]]] = []
+
+    async def send(key: object, work: list[Work]) -> tuple[int, float]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.001)
+        in_flight -= 1
+        sent.append((key, [w.site_id for w in work]))
+        return len(work), 2.0 * len(work)
+
+    groups = {"a": [Work(i) for i in range(40)], "b": [Work(i) for i in range(100, 130)]}
+    done: list[int] = []
+    results = asyncio.run(send_sized(sizer, "sync", groups, send, limit=3, on_done=done.append))
+    assert peak <= 3
+    assert sorted(s for _, ids in sent for s in ids) == sorted(w.site_id for g in groups.values() for w in g)
+    assert all((key == "a") == all(s < 100 for s in ids) for key, ids in sent)
+    assert sum(done) == 70 and sum(r.result for r in results) == 70
+    assert max(len(ids) for _, ids in sent) == 10 and min(len(ids) for _, ids in sent[:3]) == 1
+
+
+def test_a_suspects_first_item_goes_first_and_its_rest_goes_in_one_call_once_it_proved_ordinary():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(2), Work(3)], 24.0)  # 2 or 3 is slow
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    parts = sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c")), Work(3, 2, ("a", "b")),
+                                             Work(4, 2, ("a", "b"))])
+    assert [(p.site_id, p.slugs, p.part) for p in parts] == [
+        (2, ("a",), True), (3, ("a",), True), (4, ("a", "b"), False), (2, ("b",), True), (2, ("c",), True),
+        (3, ("b",), True)]
+    queue = deque(parts)
+    assert sizer.take("update_item", queue) == [parts[0]]
+    assert sizer.take("update_item", queue) == [parts[1]]
+    sizer.learn("update_item", [parts[0]], 3.1)  # site 2 is ordinary
+    sizer.learn("update_item", [parts[1]], 30.0)  # site 3 is the slow one
+    assert [w.site_id for w in sizer.take("update_item", queue)] == [4]
+    assert sizer.take("update_item", queue) == [parts[3], parts[4]], "an ordinary suspect's rest in one call"
+    assert sizer.take("update_item", queue) == [parts[5]], "the slow site's rest still goes alone"
+
+
+def test_before_anything_is_known_a_slow_sites_answer_does_not_become_the_estimate():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    sizer.learn("sync", [Work(9)], 20.0)
+    sizer.learn("update_item", [Work(9, 1, ("a",))], 30.0)
+    assert sizer.estimate("update_item") is None and sizer.alone(9)

@@ -1,0 +1,47 @@
+"""The journal of runs and write calls: which runs count as interrupted, and what they sent."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from fleet.job_journal import JobJournal
+from fleet.summary import UpdateType
+
+
+def test_a_run_still_going_on_in_this_process_is_not_taken_for_an_interrupted_one(tmp_path: Path):
+    journal = JobJournal(tmp_path / "state.sqlite")
+    journal.start_run("night-1", tmp_path / "night-1")
+    first = journal.intend("night-1", "update", UpdateType.plugin, [(4, "akismet", "5.0", "5.1")])
+    second = journal.intend("night-1", "update", UpdateType.plugin, [(5, "akismet", "5.0", "5.1")])
+    journal.answered(first)
+    journal.flush()
+    assert journal.open_runs("night-2") == [], "night-1 is live in this process"
+
+    journal.leave("night-1")  # it failed, or its process would be gone
+    (run,) = JobJournal(tmp_path / "state.sqlite").open_runs("night-2")
+    assert run.run_id == "night-1" and run.run_dir == tmp_path / "night-1"
+    assert [(intent.id, intent.answered, intent.site_ids) for intent in run.intents] == [
+        (first, True, [4]), (second, False, [5])]
+    assert run.intents[0].items == [(4, "akismet", "5.0", "5.1")]
+
+    journal.accounted("night-1", "night-2")
+    assert journal.open_runs("night-2") == []
+    journal.close()
+
+
+def test_a_run_whose_process_is_gone_is_interrupted_and_a_finished_one_is_not(tmp_path: Path):
+    path = tmp_path / "state.sqlite"
+    journal = JobJournal(path)
+    journal.start_run("finished", tmp_path / "finished")
+    journal.finish_run("finished")
+    journal.leave("finished")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    with sqlite3.connect(path) as connection:  # a run another process started and never finished
+        host = connection.execute("SELECT host FROM runs").fetchone()[0]
+        connection.execute("INSERT INTO runs VALUES ('killed', ?, '2026-11-23T01:00:00+00:00', NULL, NULL, ?, ?)",
+                           (str(tmp_path / "killed"), host, int(gone.stdout)))
+    assert [run.run_id for run in journal.open_runs("tonight")] == ["killed"]
+    journal.close()

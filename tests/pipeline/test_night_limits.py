@@ -1,0 +1,179 @@
+"""The night under a real dashboard's limits, over real HTTP against the emulator's worker model and gateway:
+calls sized by time, lost answers waited out and never resent, a killed run accounted for, progress lines."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dashboard.client import DashboardClient
+from fleet.summary import Outcome, Selection, Summary, UpdateType
+from flows.nightly import nightly_maintenance
+from flows.update import update_fleet
+from tests.pipeline.conftest import read_run
+from tests.pipeline.test_nightly import assert_every_item_accounted, assert_truth_agrees, keys
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spy_update_calls(monkeypatch) -> list[tuple[int, str, str]]:
+    """Every (site, type, slug) an update call was sent for, in order (the call still goes out)."""
+    sent: list[tuple[int, str, str]] = []
+    original = DashboardClient.run_updates
+
+    async def recorded(self, site_ids, types=None, specific_items=None):
+        sent.extend((site_id, str(type_), slug) for site_id in site_ids for type_ in types or []
+                    for slug in specific_items or [])
+        return await original(self, site_ids, types, specific_items)
+
+    monkeypatch.setattr(DashboardClient, "run_updates", recorded)
+    return sent
+
+
+async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard):
+    emulator = dashboard(sites=450, seed=5, time_scale=0.004)
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
+    truth = emulator.truth()
+    capacity = truth["capacity"]
+    assert capacity["gateway_timeouts"] == 0
+    assert capacity["max_in_progress"] <= capacity["workers"]
+    assert_every_item_accounted(summary, plan)
+    assert_truth_agrees(summary, truth)
+    attempted = [item for item in summary.items if item.rule is None]
+    assert attempted and {item.outcome for item in attempted} == {Outcome.updated}
+    assert summary.jobs == [], "no call needed a batch job"
+    work = summary.work
+    assert work is not None and work.update_items == len(attempted)
+    assert work.syncs <= work.naive_syncs and work.checks <= work.naive_checks
+    assert work.seconds is not None and work.seconds <= work.naive_seconds
+
+
+async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_twice(dashboard, monkeypatch):
+    emulator = dashboard(sites=60, seed=3, time_scale=0.004, gateway_timeout=7)  # 504 past 7 modelled seconds
+    sent = spy_update_calls(monkeypatch)
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+    truth = emulator.truth()
+    assert truth["capacity"]["gateway_timeouts"] > 0, "some calls must have hit the gateway"
+    assert_every_item_accounted(summary, plan)
+    assert_truth_agrees(summary, truth)
+    repeated = [key for key, count in Counter(sent).items() if count > 1]
+    assert repeated == [], "an update call with a lost answer was sent again"
+    attempted = [item for item in summary.items if item.rule is None]
+    assert attempted and {item.outcome for item in attempted} == {Outcome.updated}, Counter(
+        (item.outcome, item.reason) for item in attempted if item.outcome is not Outcome.updated)
+
+
+async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=60, seed=9, time_scale=0.02)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect-home"), "PYTHONPATH": str(ROOT),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    night = subprocess.Popen(
+        [sys.executable, "-c", "import asyncio; from flows.nightly import nightly_maintenance; "
+                               "asyncio.run(nightly_maintenance(send_report=False))"],
+        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while emulator.truth()["capacity"]["operations"].get("update_item", 0) < 30:
+            assert night.poll() is None, "the night ended before it could be killed"
+            assert time.monotonic() < deadline, "the night never started updating"
+            time.sleep(0.05)
+        night.send_signal(signal.SIGKILL)
+    finally:
+        night.kill()
+        night.wait()
+    reports = Path(os.environ["FLEET_REPORT_DIR"])
+    (killed_dir,) = [path for path in reports.iterdir() if path.is_dir()]
+    assert not (killed_dir / "summary.json").exists()
+    first_plan = read_plan(killed_dir)
+
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
+    truth = emulator.truth()
+    accounted = {(item.site_id, item.type, item.slug): item for item in summary.items if item.applied_by_run}
+    assert accounted, "the killed run had applied updates"
+    assert {item.applied_by_run for item in accounted.values()} == {first_plan.run_id}
+    assert {item.outcome for item in accounted.values()} == {Outcome.updated}
+    assert summary.accounts_for == [first_plan.run_id]
+    # every update the killed run applied is in the new run's summary, and nothing was applied twice
+    applied_by_killed = {item.key for item in first_plan.to_apply() if item.key not in
+                         {planned.key for planned in plan.items}}
+    assert applied_by_killed == set(accounted)
+    updated_tonight = [item for item in summary.items if item.outcome is Outcome.updated and not item.applied_by_run]
+    assert truth["capacity"]["operations"]["update_item"] == len(accounted) + len(updated_tonight)
+    assert_truth_agrees(summary, truth)
+    assert sorted(keys(summary.items)) == sorted(keys(plan.items) + [(k[0], k[1].value, k[2]) for k in accounted])
+    marked = Summary.read(killed_dir)
+    assert marked.interrupted and marked.accounted_by == summary.run_id
+    assert {(item.site_id, item.type, item.slug) for item in marked.items} == set(accounted)
+
+
+def read_plan(run_dir: Path):
+    from fleet.plan import Plan
+
+    return Plan.model_validate_json((run_dir / "plan.json").read_text())
+
+
+async def test_progress_lines_appear_while_a_job_is_waited_on(dashboard, monkeypatch, caplog):
+    emulator = dashboard(sites=40, seed=7, time_scale=0.01)
+    emulator.post("options", {f"{emulator.server.config.namespace}_abilities_batch_threshold": 10})
+    monkeypatch.setenv("FLEET_BATCH_THRESHOLD", "10")
+    monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")  # one job for all the core updates
+    monkeypatch.setenv("FLEET_PROGRESS_SECONDS", "0.3")
+    caplog.set_level(logging.INFO)
+    summary, _ = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
+    (job,) = summary.jobs
+    assert job.seconds_waited > 1
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(f"update job {job.id} queued" in line and f"fleet dashboard job {job.id}" in line for line in lines)
+    waiting = [line for line in lines if line.startswith("still waiting: update job " + job.id)]
+    assert len(waiting) >= 2, lines
+    assert any("site(s)" in line and "/" in line for line in waiting)
+    assert any(line.startswith("still waiting: sites synced") for line in lines), "the night's own line"
+
+
+async def test_only_sites_something_was_applied_to_are_resynced_and_checked(dashboard):
+    emulator = dashboard(sites=30, seed=4, time_scale=0.002)
+    sites = emulator.truth()["sites"]
+    broken = next(s for s in sites.values() if s["status"] == "connected"
+                  and any(u["type"] == "plugin" for u in s["pending_updates"]))
+    for update in broken["pending_updates"]:
+        if update["type"] == "plugin":
+            emulator.post("faults/items", {"site_id": broken["id"], "type": "plugin", "slug": update["slug"],
+                                           "mode": "fail"})
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(types=[UpdateType.plugin]),
+                                                       send_report=False))
+    assert_every_item_accounted(summary, plan)
+    mine = [item for item in summary.items if item.site_id == broken["id"] and item.rule is None]
+    assert mine and {item.outcome for item in mine} == {Outcome.failed}
+    by_site = {site.site_id: site for site in summary.sites}
+    assert by_site[broken["id"]].check is None, "nothing was applied to it: no check"
+    updated = {site.site_id for site in summary.sites if site.updated}
+    assert updated and all(by_site[site_id].check is not None for site_id in updated)
+    work = summary.work
+    assert work.checks == len(updated) < work.naive_checks
+    assert work.syncs == work.naive_syncs - (work.naive_checks - len(updated))
+
+
+async def test_sites_synced_within_the_fresh_window_are_not_synced_again_first(dashboard, monkeypatch):
+    emulator = dashboard(sites=20, seed=6, time_scale=0.002)  # the generated fleet was synced within the last day
+    monkeypatch.setenv("FLEET_FRESH_SYNC_HOURS", "24")
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+    assert_every_item_accounted(summary, plan)
+    attempted = [item for item in summary.items if item.rule is None]
+    touched = {item.site_id for item in attempted if item.outcome is Outcome.updated}
+    assert summary.work.syncs == len(touched), "only the re-syncs after the updates"
+    # the trade-off: a site that went offline since its last sync is only found when its updates fail
+    connected = {int(site_id) for site_id, site in emulator.truth()["sites"].items()
+                 if site["status"] == "connected" and site["reachable"] and site["child_connected"]}
+    assert {item.outcome for item in attempted if item.site_id in connected} == {Outcome.updated}
+    assert all(item.outcome is Outcome.failed and item.reason for item in attempted if item.site_id not in connected)
