@@ -202,3 +202,31 @@ async def test_fleet_approve_answers_the_gate_from_a_terminal(dashboard, tmp_pat
     summary, _ = read_run(await night)
     gated = [item for item in summary.items if item.slug == slug]
     assert gated and {(item.outcome, item.approved_by) for item in gated} == {(Outcome.updated, "Grace")}
+
+
+async def test_a_window_that_closed_during_the_night_stops_new_calls_for_its_sites(dashboard, tmp_path):
+    from fleet.plan import PlanCohort
+    from fleet.settings import PipelineSettings
+    from flows.sync import open_dashboard
+    from flows.update import Night, run_cohort
+
+    emulator = dashboard(sites=10, seed=3)
+    _, plan = read_run(await update_fleet(dry_run=True))
+    with_work = sorted({item.site_id for item in plan.items if item.decision is Decision.apply})
+    late, on_time = with_work[0], with_work[1]
+    now = datetime.now(UTC)
+    plan.sites = [site.model_copy(update={"window_closes_at": now - timedelta(minutes=1) if site.id == late
+                                          else now + timedelta(hours=1)}) for site in plan.sites]
+    settings = PipelineSettings(chunk_size=1)  # a lane per site
+    before = emulator.truth()
+    async with await open_dashboard(None, settings) as client:
+        result = await run_cohort(client, plan, PlanCohort(name="all", site_ids=[late, on_time]), settings, False,
+                                  Night("window-test", settings.call_sizer()))
+    outcomes = {(item.site_id, item.outcome) for item in result.items}
+    assert {outcome for site, outcome in outcomes if site == late} == {Outcome.deferred}
+    assert Outcome.updated in {outcome for site, outcome in outcomes if site == on_time}
+    assert all("window closed before it was reached" in item.reason for item in result.items if item.site_id == late)
+    truth = emulator.truth()
+    assert truth["sites"][str(late)]["last_sync"] == before["sites"][str(late)]["last_sync"]
+    assert all(installed(truth, i.site_id, i.type, i.slug) == installed(before, i.site_id, i.type, i.slug)
+               for i in result.items if i.site_id == late)
