@@ -8,7 +8,6 @@ scheduled night and a manual trigger, or two triggers) never push one dashboard 
 from __future__ import annotations
 
 import os
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from prefect import serve
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
@@ -17,6 +16,7 @@ from prefect.schedules import Cron
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from fleet.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report
@@ -40,11 +40,7 @@ class ScheduleSettings(BaseSettings):
     @field_validator("schedule_timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
-        return value
+        return known_zone(value)
 
     @field_validator("schedule_cron")
     @classmethod

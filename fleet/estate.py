@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.summary import SUMMARY_FILE
+from fleet.summary import SUMMARY_FILE, write_atomically
 
 ESTATE_FILE = "estate.json"
 OPERATOR_REPORT = "report/operator.html"
@@ -197,11 +197,7 @@ class Estate(BaseModel):
 
     def write(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / ESTATE_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_bytes(_ESTATE_JSON.dump_json(self, indent=2))
-        tmp.replace(path)
-        return path
+        return write_atomically(directory / ESTATE_FILE, _ESTATE_JSON.dump_json(self, indent=2))
 
     @classmethod
     def read(cls, directory: Path) -> Estate:

@@ -291,11 +291,7 @@ class Summary(BaseModel):
 
     def write(self, run_dir: Path) -> Path:
         run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / SUMMARY_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_bytes(_SUMMARY_JSON.dump_json(self, indent=2))  # bytes: no second copy as a str
-        tmp.replace(path)
-        return path
+        return write_atomically(run_dir / SUMMARY_FILE, _SUMMARY_JSON.dump_json(self, indent=2))
 
     @classmethod
     def read(cls, run_dir: Path) -> Summary:
@@ -304,3 +300,11 @@ class Summary(BaseModel):
 
 
 _SUMMARY_JSON = TypeAdapter(Summary)
+
+
+def write_atomically(path: Path, content: bytes) -> Path:
+    """Write beside the file, then replace it: a reader never sees half a file (bytes: no second copy as str)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(content)
+    tmp.replace(path)
+    return path

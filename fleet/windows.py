@@ -23,6 +23,15 @@ _HOURS = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 LOOKAHEAD_DAYS = 400  # a window that does not open within this many days is reported as never opening
 
 
+def known_zone(value: str) -> str:
+    """An IANA time zone name, or a ValueError that says what to give instead."""
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)") from None
+    return value
+
+
 class Day(StrEnum):
     mon = "mon"
     tue = "tue"
@@ -50,11 +59,7 @@ class Window(_Strict):
     @field_validator("timezone")
     @classmethod
     def _check_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{value!r} is not a time zone (an IANA name such as Europe/Berlin)") from None
-        return value
+        return known_zone(value)
 
     @field_validator("hours")
     @classmethod

@@ -83,7 +83,7 @@ def test_a_site_maintained_in_this_window_day_is_deferred_once_per_day() -> None
 
 @pytest.mark.parametrize(("change", "field", "message"), [
     ({"windows": {"default": {"timezone": "Mars/Olympus", "hours": "01:00-02:00"}}}, "windows.default.timezone",
-     "is not a time zone"),
+     "unknown time zone"),
     ({"windows": {"tags": {"eu": {"hours": "25:00-02:00"}}}}, "windows.tags.eu.hours", "hours run from"),
     ({"windows": {"default": {"hours": "1am to 4am"}}}, "windows.default.hours", "is not a range of hours"),
     ({"windows": {"default": {"hours": "01:00-02:00", "days": ["someday"]}}}, "windows.default.days.0", "Input"),
