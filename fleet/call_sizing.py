@@ -161,25 +161,34 @@ class CallSizer:
         elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
             # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
             # makes it, until a call of its own measures it (its next work is cut to fit that).
+            # The excess is measured against an estimate that a loaded client inflates, so a suspect is taken
+            # for at least the slow tail.
             ordinary = self.estimate(operation) or elapsed / max(units, 1)
             for part in work:
                 if part.site_id not in self.site_factor:
                     self.suspects.add(part.site_id)
                     others = (units - part.units) * ordinary
-                    self.site_factor[part.site_id] = max(1.0, (elapsed - others) / (part.units * ordinary))
+                    excess = (elapsed - others) / (part.units * ordinary)
+                    self.site_factor[part.site_id] = max(TAIL_FACTOR, excess)
             self.slow_calls += 1
             return
         history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
         history.append(elapsed / max(units, 1))
 
     def lost(self, operation: str, work: list[Work]) -> None:
-        """A call's answer was lost (the gateway's 504, a timeout): the gateway is shorter than the budget
-        allowed for, so the budget drops to half of what that call was predicted to need."""
+        """A call's answer was lost (the gateway's 504, a timeout). A site known to be ordinary, alone in the
+        call, means the gateway is shorter than the budget allowed for: the budget drops to half of what the
+        call was predicted to need. Otherwise a site in it is slower than thought: each is taken for at least
+        the slow tail (twice what it was thought to be), never shrinking every later call for one slow site."""
+        sites = {part.site_id for part in work}
         predicted = self.predict(operation, work)
-        if predicted is not None and self.sizing(operation):
+        (site,) = sites if len(sites) == 1 else (None,)
+        if site is not None and not self.alone(site) and predicted is not None and self.sizing(operation):
             self.budget = min(self.budget, predicted / 2)
-        self.suspects.update(part.site_id for part in work)
-
+            return
+        for site_id in sites:
+            self.suspects.add(site_id)
+            self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
 
 @dataclass
 class SizedCall(Generic[R]):

@@ -41,6 +41,8 @@ def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alon
     assert sizer.suspects == set(range(2, 11))
     assert sizer.estimate("sync") == 2.0, "a call with a slow site does not skew the estimate"
     assert sizer.factor(2) == 10.0, "until measured alone, each suspect is taken for the slow one"
+    sizer.learn("sync", [Work(20), Work(21), Work(22)], 12.0)  # slow, though not ten times: the tail until measured
+    assert sizer.factor(20) == 10.0
     sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
     assert len(sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c"))])) == 3, "a suspect's items go one by one"
     queue = sites(2, 3, 50, 51)
@@ -69,14 +71,22 @@ def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
                                                      (7, ("d",)), (7, ("e",))]
 
 
-def test_a_lost_answer_halves_the_budget_below_that_call():
+def test_a_lost_answer_of_an_ordinary_site_alone_halves_the_budget_below_that_call():
     sizer = CallSizer(budget=20)
     sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
-    call = sizer.take("update_item", sites(*range(2, 10)))
-    assert len(call) == 6
-    sizer.lost("update_item", call)  # 18 s predicted, and the gateway gave up on it
+    call = sizer.take("update_item", sites(2, units=6))
+    sizer.lost("update_item", call)  # 18 s predicted on a site known ordinary, and the gateway gave up on it
     assert sizer.budget == 9.0
     assert sizer.units_per_call("update_item") == 3
+
+
+def test_a_lost_answer_of_several_sites_or_a_suspect_blames_the_sites_not_the_budget():
+    sizer = CallSizer(budget=20)
+    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    sizer.lost("update_item", [Work(2, 2, ("a", "b")), Work(3, 2, ("a", "b"))])
+    assert sizer.budget == 20 and sizer.suspects == {2, 3} and sizer.factor(2) == 10.0
+    sizer.lost("update_item", [Work(2, 1, ("a",))])  # a suspect lost again: slower still
+    assert sizer.budget == 20 and sizer.factor(2) == 20.0
 
 
 def test_without_a_budget_calls_carry_the_cap_and_updates_above_the_threshold_may_queue():
