@@ -22,6 +22,9 @@ R = TypeVar("R")
 SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
 TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
 HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
+JUDGE_AFTER = 5  # answers of an operation before the first ones (one-site calls) are judged slow or not
+UNSEEN_SITES = 5  # sites never measured share a call only this many at a time: three slow ones in it would
+# pass the gateway (3 x 10 x 2 s), and the fewer share a call, the rarer that is
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class CallSizer:
     suspects: set[int] = field(default_factory=set)
     calls: int = 0
     slow_calls: int = 0
+    seen: set[int] = field(default_factory=set)
+    unjudged: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
 
     def sizing(self, operation: str) -> bool:
         return self.budget > 0 and (operation != "update_item" or self.max_sites <= self.threshold)
@@ -127,6 +132,8 @@ class CallSizer:
         if self.alone(head.site_id):
             return [queue.popleft()]
         room = self.units_per_call(operation)
+        if head.site_id not in self.seen:
+            cap = min(cap, UNSEEN_SITES)
         taken = [queue.popleft()]
         used = taken[0].units
         while queue and len(taken) < cap and not self.alone(queue[0].site_id) and used + queue[0].units <= room:
@@ -141,6 +148,7 @@ class CallSizer:
         if elapsed is None or not work:
             return
         self.calls += 1
+        self.seen.update(part.site_id for part in work)
         units = sum(part.units for part in work)
         predicted = self.predict(operation, work)
         if len({part.site_id for part in work}) == 1:
@@ -150,6 +158,7 @@ class CallSizer:
             if ordinary is None:
                 if self.alone(site):
                     return  # nothing to compare it with yet: it stays as it is, out of the estimate
+                self.unjudged.setdefault(operation, []).append((site, per_unit))
             elif per_unit > ordinary * SLOW_MARGIN:
                 self.suspects.discard(site)
                 self.site_factor[site] = per_unit / ordinary
@@ -174,6 +183,16 @@ class CallSizer:
             return
         history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
         history.append(elapsed / max(units, 1))
+        if len(history) >= JUDGE_AFTER and self.unjudged.get(operation):
+            self._judge_first_answers(operation)
+
+    def _judge_first_answers(self, operation: str) -> None:
+        """The first one-site calls had nothing to be compared with: now a slow one among them is known."""
+        ordinary = self.estimate(operation) or 0.0
+        for site, per_unit in self.unjudged.pop(operation):
+            if ordinary and per_unit > ordinary * SLOW_MARGIN:
+                self.site_factor[site] = per_unit / ordinary
+                self.slow_calls += 1
 
     def lost(self, operation: str, work: list[Work]) -> None:
         """A call's answer was lost (the gateway's 504, a timeout). A site known to be ordinary, alone in the
