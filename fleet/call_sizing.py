@@ -195,17 +195,11 @@ class CallSizer:
                 self.slow_calls += 1
 
     def lost(self, operation: str, work: list[Work]) -> None:
-        """A call's answer was lost (the gateway's 504, a timeout). A site known to be ordinary, alone in the
-        call, means the gateway is shorter than the budget allowed for: the budget drops to half of what the
-        call was predicted to need. Otherwise a site in it is slower than thought: each is taken for at least
-        the slow tail (twice what it was thought to be), never shrinking every later call for one slow site."""
-        sites = {part.site_id for part in work}
-        predicted = self.predict(operation, work)
-        (site,) = sites if len(sites) == 1 else (None,)
-        if site is not None and not self.alone(site) and predicted is not None and self.sizing(operation):
-            self.budget = min(self.budget, predicted / 2)
-            return
-        for site_id in sites:
+        """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
+        is taken for at least the slow tail (twice what it was thought to be) and goes alone from now on. The
+        budget is left alone: one slow site must not shrink every later call (a gateway shorter than 60 s
+        needs a smaller `FLEET_CALL_BUDGET_SECONDS`, a third of it)."""
+        for site_id in {part.site_id for part in work}:
             self.suspects.add(site_id)
             self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
 

@@ -71,22 +71,15 @@ def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
                                                      (7, ("d",)), (7, ("e",))]
 
 
-def test_a_lost_answer_of_an_ordinary_site_alone_halves_the_budget_below_that_call():
-    sizer = CallSizer(budget=20)
-    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
-    call = sizer.take("update_item", sites(2, units=6))
-    sizer.lost("update_item", call)  # 18 s predicted on a site known ordinary, and the gateway gave up on it
-    assert sizer.budget == 9.0
-    assert sizer.units_per_call("update_item") == 3
-
-
-def test_a_lost_answer_of_several_sites_or_a_suspect_blames_the_sites_not_the_budget():
+def test_a_lost_answer_blames_the_sites_in_the_call_never_the_budget():
     sizer = CallSizer(budget=20)
     sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
     sizer.lost("update_item", [Work(2, 2, ("a", "b")), Work(3, 2, ("a", "b"))])
     assert sizer.budget == 20 and sizer.suspects == {2, 3} and sizer.factor(2) == 10.0
     sizer.lost("update_item", [Work(2, 1, ("a",))])  # a suspect lost again: slower still
     assert sizer.budget == 20 and sizer.factor(2) == 20.0
+    sizer.lost("update_item", [Work(4, 2, ("a", "b"))])  # never seen slow: now it is, and goes alone
+    assert sizer.alone(4) and sizer.units_per_call("update_item") == 6
 
 
 def test_without_a_budget_calls_carry_the_cap_and_updates_above_the_threshold_may_queue():
