@@ -56,6 +56,7 @@ class CallSizer:
     calls: int = 0
     slow_calls: int = 0
     seen: set[int] = field(default_factory=set)
+    lost_sites: set[int] = field(default_factory=set)
     unjudged: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
 
     def sizing(self, operation: str) -> bool:
@@ -164,7 +165,7 @@ class CallSizer:
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
                 return
-            else:
+            elif site not in self.lost_sites:  # a lost call may have done this one's work: fast, and no proof
                 self.suspects.discard(site)
                 self.site_factor.pop(site, None)
         elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
@@ -196,10 +197,12 @@ class CallSizer:
 
     def lost(self, operation: str, work: list[Work]) -> None:
         """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
-        is taken for at least the slow tail (twice what it was thought to be) and goes alone from now on. The
+        is taken for at least the slow tail (twice what it was thought to be) and goes alone for the rest of
+        the night (a quick answer later proves nothing: the lost call may have done its work already). The
         budget is left alone: one slow site must not shrink every later call (a gateway shorter than 60 s
         needs a smaller `FLEET_CALL_BUDGET_SECONDS`, a third of it)."""
         for site_id in {part.site_id for part in work}:
+            self.lost_sites.add(site_id)
             self.suspects.add(site_id)
             self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
 

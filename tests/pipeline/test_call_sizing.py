@@ -80,6 +80,8 @@ def test_a_lost_answer_blames_the_sites_in_the_call_never_the_budget():
     assert sizer.budget == 20 and sizer.factor(2) == 20.0
     sizer.lost("update_item", [Work(4, 2, ("a", "b"))])  # never seen slow: now it is, and goes alone
     assert sizer.alone(4) and sizer.units_per_call("update_item") == 6
+    sizer.learn("update_item", [Work(4, 1, ("c",))], 0.5)  # the lost call had done it already: a quick no-op
+    assert sizer.alone(4), "a quick answer after a lost one does not clear the site"
 
 
 def test_without_a_budget_calls_carry_the_cap_and_updates_above_the_threshold_may_queue():
