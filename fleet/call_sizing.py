@@ -22,6 +22,9 @@ R = TypeVar("R")
 SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
 TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
 HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
+JUDGE_AFTER = 5  # answers of an operation before the first ones (one-site calls) are judged slow or not
+UNSEEN_SITES = 5  # sites never measured share a call only this many at a time: three slow ones in it would
+# pass the gateway (3 x 10 x 2 s), and the fewer share a call, the rarer that is
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class CallSizer:
     suspects: set[int] = field(default_factory=set)
     calls: int = 0
     slow_calls: int = 0
+    seen: set[int] = field(default_factory=set)
+    lost_sites: set[int] = field(default_factory=set)
+    unjudged: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
 
     def sizing(self, operation: str) -> bool:
         return self.budget > 0 and (operation != "update_item" or self.max_sites <= self.threshold)
@@ -127,6 +133,8 @@ class CallSizer:
         if self.alone(head.site_id):
             return [queue.popleft()]
         room = self.units_per_call(operation)
+        if head.site_id not in self.seen:
+            cap = min(cap, UNSEEN_SITES)
         taken = [queue.popleft()]
         used = taken[0].units
         while queue and len(taken) < cap and not self.alone(queue[0].site_id) and used + queue[0].units <= room:
@@ -141,6 +149,7 @@ class CallSizer:
         if elapsed is None or not work:
             return
         self.calls += 1
+        self.seen.update(part.site_id for part in work)
         units = sum(part.units for part in work)
         predicted = self.predict(operation, work)
         if len({part.site_id for part in work}) == 1:
@@ -150,36 +159,52 @@ class CallSizer:
             if ordinary is None:
                 if self.alone(site):
                     return  # nothing to compare it with yet: it stays as it is, out of the estimate
+                self.unjudged.setdefault(operation, []).append((site, per_unit))
             elif per_unit > ordinary * SLOW_MARGIN:
                 self.suspects.discard(site)
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
                 return
-            else:
+            elif site not in self.lost_sites:  # a lost call may have done this one's work: fast, and no proof
                 self.suspects.discard(site)
                 self.site_factor.pop(site, None)
         elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
             # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
             # makes it, until a call of its own measures it (its next work is cut to fit that).
+            # The excess is measured against an estimate that a loaded client inflates, so a suspect is taken
+            # for at least the slow tail.
             ordinary = self.estimate(operation) or elapsed / max(units, 1)
             for part in work:
                 if part.site_id not in self.site_factor:
                     self.suspects.add(part.site_id)
                     others = (units - part.units) * ordinary
-                    self.site_factor[part.site_id] = max(1.0, (elapsed - others) / (part.units * ordinary))
+                    excess = (elapsed - others) / (part.units * ordinary)
+                    self.site_factor[part.site_id] = max(TAIL_FACTOR, excess)
             self.slow_calls += 1
             return
         history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
         history.append(elapsed / max(units, 1))
+        if len(history) >= JUDGE_AFTER and self.unjudged.get(operation):
+            self._judge_first_answers(operation)
+
+    def _judge_first_answers(self, operation: str) -> None:
+        """The first one-site calls had nothing to be compared with: now a slow one among them is known."""
+        ordinary = self.estimate(operation) or 0.0
+        for site, per_unit in self.unjudged.pop(operation):
+            if ordinary and per_unit > ordinary * SLOW_MARGIN:
+                self.site_factor[site] = per_unit / ordinary
+                self.slow_calls += 1
 
     def lost(self, operation: str, work: list[Work]) -> None:
-        """A call's answer was lost (the gateway's 504, a timeout): the gateway is shorter than the budget
-        allowed for, so the budget drops to half of what that call was predicted to need."""
-        predicted = self.predict(operation, work)
-        if predicted is not None and self.sizing(operation):
-            self.budget = min(self.budget, predicted / 2)
-        self.suspects.update(part.site_id for part in work)
-
+        """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
+        is taken for at least the slow tail (twice what it was thought to be) and goes alone for the rest of
+        the night (a quick answer later proves nothing: the lost call may have done its work already). The
+        budget is left alone: one slow site must not shrink every later call (a gateway shorter than 60 s
+        needs a smaller `FLEET_CALL_BUDGET_SECONDS`, a third of it)."""
+        for site_id in {part.site_id for part in work}:
+            self.lost_sites.add(site_id)
+            self.suspects.add(site_id)
+            self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
 
 @dataclass
 class SizedCall(Generic[R]):

@@ -110,6 +110,9 @@ async def execute_updates(
     async def send(key: object, work: list[Work]) -> tuple[CallResult, float | None]:
         _, per_site = key  # type: ignore[misc]
         site_ids = list(dict.fromkeys(part.site_id for part in work))  # a site's parts may share a call again
+        # run-updates-v1 does not filter translations by slug: a part of a slow site's translations goes
+        # through the per-site route, which updates only the named ones (parts never share a call)
+        per_site = per_site or (type_ is UpdateType.translation and work[0].part)
         slugs = sorted({slug for part in work for slug in part.slugs})
         call = UpdateCall(type=type_, site_ids=site_ids, slugs=slugs, per_site=per_site)
         planned = [(part.site_id, slug, *versions[(part.site_id, slug)]) for part in work for slug in part.slugs]
