@@ -34,10 +34,10 @@ class Tally:
             return None
         return (self.total - self.done) * spent / self.done
 
-    def describe(self) -> str:
+    def describe(self, unit: str = "") -> str:
         left = self.left_seconds()
         estimate = f", about {format_seconds(left)} left" if left is not None else ""
-        return f"{self.done}/{self.total}{estimate}"
+        return f"{self.done}/{self.total}{' ' + unit if unit else ''}{estimate}"
 
 
 @dataclass

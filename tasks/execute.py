@@ -160,7 +160,7 @@ async def execute_updates(
             progress.add(progress.applied, units)
 
     groups = sized_groups(remaining, type_, untouchable)
-    async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe()} item(s)",
+    async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe('item(s)')}",
                          settings.progress_seconds):
         sent = await send_sized(sizer, "update_item", groups, send, settings.concurrency, on_done=applied)
     journal.close()

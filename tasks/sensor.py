@@ -61,7 +61,7 @@ async def wait_for_batch_job(
         if last is None:
             return f"{kind} job {job_id} over {len(site_ids)} site(s): not read yet"
         tally = Tally(total=last.total or len(site_ids), done=last.processed or 0, started=started)
-        return f"{kind} job {job_id}: {last.status.value}, {tally.describe()} site(s), {last.failed} failed"
+        return f"{kind} job {job_id}: {last.status.value}, {tally.describe('site(s)')}, {last.failed} failed"
 
     policy = WaitPolicy(
         deadline=settings.job_deadline_seconds,

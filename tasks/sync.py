@@ -126,7 +126,7 @@ async def sync_sites(
         if progress is not None:
             progress.add(progress.synced, units)
 
-    async with heartbeat(logger, lambda: f"sync: {tally.describe()} site(s)", settings.progress_seconds):
+    async with heartbeat(logger, lambda: f"sync: {tally.describe('site(s)')}", settings.progress_seconds):
         await send_sized(sizer, "sync", {None: [Work(site.id) for site in sites]}, sync_call, settings.concurrency,
                          on_done=synced)
     return failures

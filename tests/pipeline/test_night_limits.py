@@ -58,7 +58,7 @@ async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard
 
 
 async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_twice(dashboard, monkeypatch):
-    emulator = dashboard(sites=60, seed=3, time_scale=0.004, gateway_timeout=7)  # 504 past 7 modelled seconds
+    emulator = dashboard(sites=60, seed=3, time_scale=0.01, gateway_timeout=7)  # 504 past 7 modelled seconds
     sent = spy_update_calls(monkeypatch)
     summary, plan = read_run(await update_fleet(selection=Selection()))
     truth = emulator.truth()
@@ -180,7 +180,7 @@ async def test_sites_synced_within_the_fresh_window_are_not_synced_again_first(d
 
 
 async def test_a_slow_sites_translations_are_applied_in_parts_that_each_fit_the_gateway(dashboard, monkeypatch):
-    emulator = dashboard(sites=40, seed=2, time_scale=0.004, slow_site_rate=0.25)
+    emulator = dashboard(sites=40, seed=2, time_scale=0.01, slow_site_rate=0.25)
     sites = emulator.truth()["sites"].values()
     slow = [s for s in sites if s["slow"] and sum(u["type"] == "translation" for u in s["pending_updates"]) >= 2]
     assert slow, "the fleet has slow sites with several translations"
