@@ -86,7 +86,8 @@ def create_v1_key(
 ) -> V1Key:
     salt = secrets.token_hex(8)
     key = V1Key(
-        consumer_key=consumer_key,
+        ck_hash=hash_consumer_key(state, consumer_key),
+        truncated_key=consumer_key[-7:],
         description=description,
         perms=perms,
         cs_hash=_hash_secret(consumer_secret, salt),
@@ -105,19 +106,24 @@ def find_api_key(state: FleetState, identifier: str) -> ApiKey | None:
     return None if key_id is None else state.api_keys.get(key_id)
 
 
+BOOTSTRAP_KEYS = (
+    ("read_write", "read_write", "r,w,d", True),
+    ("read", "read", "r", True),
+    ("disabled", "read_write", "r,w,d", False),
+)
+
+
 def bootstrap_credentials(state: FleetState) -> None:
     """The keys a fresh dashboard starts with: read_write, read and disabled (each also a v1 key, as the
-    dashboard's UI writes both stores), and an application password. The plaintext is kept in the emulator's
-    own meta record so the credentials file can be written again after a restart."""
+    dashboard's UI writes both stores), and an application password. Only salted hashes are stored; the
+    plaintext lives in memory (`meta["bootstrap"]`, never written) and in the credentials file."""
     plain: dict[str, Any] = {"api_keys": {}}
-    for role, permissions, perms, enabled in (
-        ("read_write", "read_write", "r,w,d", True),
-        ("read", "read", "r", True),
-        ("disabled", "read_write", "r,w,d", False),
-    ):
+    ids: dict[str, int] = {}
+    for role, permissions, perms, enabled in BOOTSTRAP_KEYS:
         key, consumer_key, consumer_secret = create_api_key(state, f"emulator {role} key", permissions, enabled)
         create_v1_key(state, consumer_key, consumer_secret, f"emulator {role} key", perms, enabled)
         plain["api_keys"][role] = {"consumer_key": consumer_key, "consumer_secret": consumer_secret}
+        ids[role] = key.key_id
     password = " ".join(secrets.token_hex(2) for _ in range(6))
     salt = secrets.token_hex(8)
     state.meta["application_password"] = {
@@ -127,6 +133,45 @@ def bootstrap_credentials(state: FleetState) -> None:
     }
     plain["application_password"] = {"username": APP_USER, "password": password}
     state.meta["bootstrap"] = plain
+    state.meta["bootstrap_key_ids"] = ids
+    state.save_meta()
+
+
+def _still_valid(state: FleetState, previous: dict[str, Any]) -> bool:
+    """Whether a credentials file's bootstrap keys and application password still open this dashboard."""
+    try:
+        keys = previous["api_keys"]
+        ids = state.meta.setdefault("bootstrap_key_ids", {})
+        for role, _permissions, _perms, _enabled in BOOTSTRAP_KEYS:
+            secret, _, key_hex = keys[role].partition("==")
+            key = find_api_key(state, "ck_" + key_hex)
+            if key is None or ids.get(role, key.key_id) != key.key_id:
+                return False
+            if not hmac.compare_digest(_hash_secret("cs_" + secret, key.cs_salt), key.cs_hash):
+                return False
+            ids[role] = key.key_id
+        app = previous["application_password"]
+        return verify_application_password(state, app["username"], app["password"])
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def restore_bootstrap_credentials(state: FleetState, previous: dict[str, Any] | None) -> None:
+    """After a restart the database holds only hashes: take the plaintext back from the previous credentials
+    file when it still matches, or else issue fresh bootstrap credentials (the old ones stop working)."""
+    if previous is not None and _still_valid(state, previous):
+        keys = {}
+        for role, token in previous["api_keys"].items():
+            secret, _, key_hex = token.partition("==")
+            keys[role] = {"consumer_key": "ck_" + key_hex, "consumer_secret": "cs_" + secret}
+        state.meta["bootstrap"] = {"api_keys": keys, "application_password": dict(previous["application_password"])}
+        return
+    for key_id in state.meta.get("bootstrap_key_ids", {}).values():
+        key = state.api_keys.get(key_id)
+        if key is not None:
+            state.delete_api_key(key)
+            state.delete_v1_key(key.ck_hash)
+    bootstrap_credentials(state)
 
 
 def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str, Any]:
@@ -242,7 +287,7 @@ def authenticate_v1(state: FleetState, method: str, headers: Mapping[str, str], 
     if not isinstance(ck, str) or not isinstance(cs, str) or not ck or not cs:
         raise refused
     check_api_key(state, ck, cs)
-    key = state.v1_keys.get(ck)
+    key = state.v1_keys.get(hash_consumer_key(state, ck))
     if key is None or not key.enabled or not hmac.compare_digest(_hash_secret(cs, key.cs_salt), key.cs_hash):
         raise refused
     letter = {"GET": "r", "HEAD": "r", "DELETE": "d"}.get(method.upper(), "w")

@@ -27,7 +27,7 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from emulator.clock import Clock
@@ -73,11 +73,21 @@ class SlowSites:
 
 @dataclass(slots=True)
 class Lease:
-    """One worker held by one request: `booked_until` is when the work booked so far ends (monotonic)."""
+    """One request's claim on a worker: `booked_until` is when the work booked so far ends (monotonic), and
+    `past_gateway` is set once that passes the gateway's `deadline` (judged on modelled time, never on how fast
+    the emulator itself runs)."""
 
-    worker: int
-    booked_until: float
+    arrival: float
+    deadline: float | None = None
+    worker: int | None = None
+    booked_until: float = 0.0
     touched_sites: bool = False
+    past_gateway: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def book(self, wall_seconds: float) -> None:
+        self.booked_until += wall_seconds
+        if self.deadline is not None and self.booked_until > self.deadline:
+            self.past_gateway.set()
 
 
 _CURRENT: ContextVar[Lease | None] = ContextVar("emulator_worker_lease", default=None)
@@ -108,6 +118,7 @@ class Capacity:
         self.slow_sites = slow_sites or SlowSites(0, rate=0.0)
         self._free_at = [0.0] * workers  # when each worker's last booked request ends (monotonic seconds)
         self._idle = list(range(workers))
+        self._holding: dict[int, Lease] = {}
         self._queue: deque[asyncio.Future[int]] = deque()
         self.operations: Counter[str] = Counter()
         self.modelled_seconds = 0.0
@@ -129,7 +140,20 @@ class Capacity:
 
     # ---- workers -------------------------------------------------------------------------------------------
 
-    async def _acquire(self, arrival: float) -> Lease:
+    def ticket(self, arrival: float | None = None, *, gateway: bool = False) -> Lease:
+        """A request's place in line from `arrival` (monotonic), with the gateway's deadline when it has one."""
+        arrival = time.monotonic() if arrival is None else arrival
+        patience = self.gateway_wall_seconds if gateway else None
+        return Lease(arrival, None if patience is None else arrival + patience, booked_until=arrival)
+
+    def hopeless(self, lease: Lease) -> bool:
+        """Whether a request still in the queue cannot start before its deadline: every worker is booked past it."""
+        if lease.worker is not None or lease.deadline is None:
+            return False
+        ends = [self._holding[w].booked_until if w in self._holding else self._free_at[w] for w in range(self.workers)]
+        return min(ends) > lease.deadline
+
+    async def _acquire(self, lease: Lease) -> None:
         if self._idle and not self._queue:
             worker = self._idle.pop()
         else:
@@ -140,12 +164,15 @@ class Capacity:
             except asyncio.CancelledError:
                 if turn.done() and not turn.cancelled():
                     self._hand_over(turn.result())
-                else:
+                elif turn in self._queue:  # a hand-over may already have passed it by
                     self._queue.remove(turn)
                 raise
-        start = max(arrival, self._free_at[worker])
-        self.longest_queue_wait = max(self.longest_queue_wait, (start - arrival) / self.clock.time_scale)
-        return Lease(worker, start)
+        lease.worker = worker
+        self._holding[worker] = lease
+        start = max(lease.arrival, self._free_at[worker])
+        self.longest_queue_wait = max(self.longest_queue_wait, (start - lease.arrival) / self.clock.time_scale)
+        lease.booked_until = lease.arrival
+        lease.book(start - lease.arrival)
 
     def _hand_over(self, worker: int) -> None:
         """A worker is free: the first request in the queue takes it, else it goes idle."""
@@ -157,15 +184,16 @@ class Capacity:
         self._idle.append(worker)
 
     @contextlib.asynccontextmanager
-    async def serving(self, arrival: float | None = None, *, bootstrap: bool = True) -> AsyncIterator[Lease]:
-        """Hold one worker for a request or a cron chunk (FIFO behind the others), from `arrival` (monotonic)
-        until its booked work has ended; every `work()` inside books on this worker."""
-        arrival = time.monotonic() if arrival is None else arrival
+    async def serving(self, lease: Lease | None = None, *, bootstrap: bool = True) -> AsyncIterator[Lease]:
+        """Hold one worker for a request or a cron chunk (FIFO behind the others) until its booked work has
+        ended; every `work()` inside books on this worker."""
+        lease = lease or self.ticket()
         self.requests += 1
         self.in_progress += 1
         self.max_in_progress = max(self.max_in_progress, self.in_progress)
         try:
-            lease = await self._acquire(arrival)
+            await self._acquire(lease)
+            assert lease.worker is not None
             token = _CURRENT.set(lease)
             try:
                 if bootstrap:
@@ -176,6 +204,7 @@ class Capacity:
             finally:
                 _CURRENT.reset(token)
                 self._free_at[lease.worker] = lease.booked_until
+                del self._holding[lease.worker]
                 self._hand_over(lease.worker)
         finally:
             self.in_progress -= 1
@@ -184,7 +213,7 @@ class Capacity:
         seconds = self.cost(operation, units, site_id)
         self.operations[operation] += max(units, 0)
         self.modelled_seconds += seconds
-        lease.booked_until += self.clock.scaled(seconds)
+        lease.book(self.clock.scaled(seconds))
 
     async def work(self, operation: str, units: int = 1, site_id: int | None = None) -> None:
         """Book `units` of `operation` (on one site) on the current request's worker and wait until it is done.

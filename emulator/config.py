@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -29,9 +30,13 @@ class EmulatorConfig(BaseModel):
     sites: int = Field(50, ge=0, le=100_000)
     seed: int = 0
     db: Path | None = None
+    credentials_file: Path | None = Field(
+        None, description="the credentials file of an earlier run: on a restart with `db`, its still valid "
+        "bootstrap credentials are kept (the database holds only hashes); otherwise fresh ones are issued")
     time_scale: float = Field(1.0, gt=0)
     faults: str = "none"
     workers: int = Field(8, ge=1, le=1024, description="PHP workers: each request holds one from arrival to answer")
+    max_body_bytes: int = Field(1024 * 1024, ge=0, description="nginx's client_max_body_size; 0 = no limit")
     gateway_timeout: float = Field(DEFAULT_GATEWAY_TIMEOUT, ge=0, description="modelled seconds; 0 = none")
     slow_site_rate: float = Field(DEFAULT_SLOW_SITE_RATE, ge=0, le=1, description="share of slow children")
     slow_site_factor: float = Field(DEFAULT_SLOW_SITE_FACTOR, ge=1, description="how much slower they are")
@@ -58,6 +63,16 @@ class EmulatorConfig(BaseModel):
         if negative:
             raise ValueError(f"work seconds must not be negative: {', '.join(negative)}")
         return work_seconds
+
+    def previous_credentials(self) -> dict[str, Any] | None:
+        """The earlier run's credentials file, when there is a readable one."""
+        if self.credentials_file is None:
+            return None
+        try:
+            data = json.loads(self.credentials_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     @property
     def ns(self) -> str:

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from emulator.auth import AuthFailure, authenticate_v1, authenticate_v2
+from emulator.json_input import LARGE_BYTES, off_the_loop_if
 from emulator.rest import RestError, RestRequest, RestResponse, RestRoutes, no_route, parse_body, parse_php_pairs
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ async def dispatch(emulator: Emulator, request: Request, version: str, rest_path
         if matched is None:
             raise no_route()
         route, path_params = matched
-        form, json_body = parse_body(headers.get("content-type", ""), await request.body())
+        raw = await request.body()
+        content_type = headers.get("content-type", "")
+        form, json_body = await off_the_loop_if(len(raw) > LARGE_BYTES, parse_body, content_type, raw)
         state.request_counts[f"{method} /{emulator.config.namespace}/{version}{route.label}"] += 1
         rest_request = RestRequest(
             emulator,

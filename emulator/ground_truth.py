@@ -7,7 +7,6 @@ dashboard's own routes."""
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from starlette.routing import Route
 
 from emulator.dispatch import json_response
 from emulator.faults import FaultProfileError, load_profile
+from emulator.json_input import JsonInputError, decode_json
 from emulator.records import ITEM_TYPES, Item, ItemType, Site
 from emulator.rest import RestError
 from emulator.site_pages import front_end_status
@@ -69,8 +69,8 @@ def admin_only(handler: AdminHandler) -> Callable[[Request], Awaitable[Response]
 
 async def json_object(request: Request) -> dict[str, Any]:
     try:
-        body = json.loads(await request.body() or b"{}")
-    except (ValueError, UnicodeDecodeError):
+        body = decode_json(await request.body() or b"{}")
+    except JsonInputError:
         raise GroundTruthError("the body must be JSON") from None
     if not isinstance(body, dict):
         raise GroundTruthError("the body must be a JSON object")
@@ -116,6 +116,8 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
         "child_connected": site.child_connected,
         "suspended": site.suspended,
         "slow": emulator.capacity.slow_sites.is_slow(site.id),
+        "child_version": site.child_version,
+        "offline_check_result": site.offline_check_result,
         "sync_errors": site.sync_errors,
         "last_sync": site.last_sync,
         "wp": {

@@ -262,9 +262,11 @@ class ApiKey:
 
 @dataclass(slots=True)
 class V1Key:
-    """A legacy v1 key (the real dashboard lists it with its plaintext consumer key as id)."""
+    """A legacy v1 key. The real dashboard lists it with its plaintext consumer key as id; the emulator keeps no
+    key in clear, so it is known by the keyed hash of that key (`ck_hash`) and lists that."""
 
-    consumer_key: str
+    ck_hash: str
+    truncated_key: str
     description: str
     perms: str  # letters r,w,d
     cs_hash: str

@@ -6,7 +6,6 @@ Handlers only parse input and shape output; they return a JSON-able body (HTTP 2
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from email.parser import BytesParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from emulator.json_input import JsonInputError, decode_json
 from emulator.scope import EmulatorScope
 
 if TYPE_CHECKING:
@@ -53,6 +53,14 @@ def invalid_param(name: str, message: str, code: str = "rest_invalid_param") -> 
         params={name: message},
         details={name: {"code": code, "message": message, "data": None}},
     )
+
+
+def check_types(data: dict[str, Any], types: dict[str, str]) -> None:
+    """WordPress's argument schema check for fields that take one value: an object or an array where a string
+    or a number is declared is a 400 `rest_invalid_param` ("name is not of type string."), never stored."""
+    for name, type_name in types.items():
+        if isinstance(data.get(name), dict | list):
+            raise invalid_param(name, f"{name} is not of type {type_name}.", "rest_invalid_type")
 
 
 def missing_params(names: list[str]) -> RestError:
@@ -257,20 +265,20 @@ class RestRoutes:
 
 
 def parse_body(content_type: str, raw: bytes) -> tuple[dict[str, Any], Any]:
-    """(form fields, JSON value). Malformed JSON is WordPress's 400 `rest_invalid_json`."""
+    """(form fields, JSON value). Malformed or too deeply nested JSON is WordPress's 400 `rest_invalid_json`."""
     if not raw:
         return {}, None
     kind = content_type.split(";")[0].strip().lower()
     if kind == "application/json" or kind.endswith("+json"):
         try:
-            return {}, json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as error:
+            return {}, decode_json(raw)
+        except JsonInputError as error:
             raise RestError(
                 "rest_invalid_json",
                 "Invalid JSON body passed.",
                 400,
-                json_error_code=4,
-                json_error_message=f"Syntax error: {error}",
+                json_error_code=error.code,
+                json_error_message=error.message,
             ) from None
     if kind == "application/x-www-form-urlencoded":
         try:

@@ -152,6 +152,8 @@ class FleetState:
         self.save_meta()
 
     def _load(self) -> None:
+        from emulator.auth import bearer_token, hash_consumer_key, restore_bootstrap_credentials
+
         self.meta = self.store.load("meta").get("meta", {})
         if self.meta.get("namespace") != self.config.namespace:
             raise ValueError(
@@ -167,7 +169,22 @@ class FleetState:
         self.costs = {int(k): Cost(**v) for k, v in self.store.load("cost").items()}
         for row in self.store.load("api_key").values():
             self._index_key(ApiKey(**row))
-        self.v1_keys = {k: V1Key(**v) for k, v in self.store.load("v1_key").items()}
+        for stored, row in self.store.load("v1_key").items():
+            if "consumer_key" in row:  # a database from before keys were kept only as hashes
+                plain = row.pop("consumer_key")
+                row |= {"ck_hash": hash_consumer_key(self, plain), "truncated_key": plain[-7:]}
+                self.store.delete("v1_key", stored)
+                self.save_v1_key(V1Key(**row))
+            else:
+                self.v1_keys[stored] = V1Key(**row)
+        legacy = self.meta.pop("bootstrap", None)  # older databases kept the plaintext here
+        previous = self.config.previous_credentials()
+        if previous is None and legacy is not None:
+            previous = {"api_keys": {r: bearer_token(k["consumer_key"], k["consumer_secret"])
+                                     for r, k in legacy["api_keys"].items()},
+                        "application_password": legacy["application_password"]}
+        restore_bootstrap_credentials(self, previous)
+        self.save_meta()
         self.settings = self.store.load("settings")
         self.options = self.store.load("option")
         self.global_ignores = self.store.load("ignore").get("global", self.global_ignores)
@@ -188,7 +205,8 @@ class FleetState:
         return value
 
     def save_meta(self) -> None:
-        self.store.put("meta", "meta", self.meta)
+        """The meta record, without the bootstrap plaintext (only the credentials file holds it)."""
+        self.store.put("meta", "meta", {k: v for k, v in self.meta.items() if k != "bootstrap"})
 
     def save_site(self, site: Site) -> None:
         """Persist a changed site. Every change to a site must end here (its REST views, pending list and the
@@ -244,8 +262,12 @@ class FleetState:
         self.store.delete("api_key", key.key_id)
 
     def save_v1_key(self, key: V1Key) -> None:
-        self.v1_keys[key.consumer_key] = key
-        self.store.put("v1_key", key.consumer_key, record_to_row(key))
+        self.v1_keys[key.ck_hash] = key
+        self.store.put("v1_key", key.ck_hash, record_to_row(key))
+
+    def delete_v1_key(self, ck_hash: str) -> None:
+        self.v1_keys.pop(ck_hash, None)
+        self.store.delete("v1_key", ck_hash)
 
     def save_settings(self, category: str) -> None:
         self.store.put("settings", category, self.settings[category])

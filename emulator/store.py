@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -19,6 +20,8 @@ class RecordStore:
         try:
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
+                # private from the start (SQLite gives its -wal and -shm files the same mode)
+                os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
             self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL" if path else "PRAGMA journal_mode=MEMORY")
             self._db.execute("PRAGMA synchronous=NORMAL")

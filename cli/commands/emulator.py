@@ -38,12 +38,17 @@ def serve(
     seed: int = typer.Option(0, help="Seed of the fleet generator."),
     namespace: str = typer.Option("mainwp", help="mainwp (the real product's) or svc (the spec's spelling)."),
     db: Path | None = typer.Option(None, help="SQLite file; state survives restarts. In memory when omitted."),
-    credentials_out: Path | None = typer.Option(None, help="Write the credentials JSON here."),
+    credentials_out: Path | None = typer.Option(
+        None, help="Write the credentials JSON here (the one place that holds them; with --db, a restart keeps them)."
+    ),
     time_scale: float = typer.Option(1.0, help="Multiplier on every modelled delay (0.001 = 1000x faster)."),
     faults: str = typer.Option("none", help="Fault profile: none, realistic, hostile, or a YAML/JSON file."),
     workers: int = typer.Option(8, min=1, help="PHP workers: each request holds one from arrival to answer."),
     gateway_timeout: float = typer.Option(
         60.0, min=0, help="Modelled seconds after which the gateway answers 504 (nginx's default 60; 0: none)."
+    ),
+    max_body_bytes: int = typer.Option(
+        1024 * 1024, min=0, help="Largest request body the gateway passes on (nginx's default 1 MiB; 0: no limit)."
     ),
     slow_site_rate: float = typer.Option(0.02, min=0, max=1, help="Share of child sites that are slow (seeded)."),
     slow_site_factor: float = typer.Option(10.0, min=1, help="How many times slower a slow site is."),
@@ -62,10 +67,12 @@ def serve(
             sites=sites,
             seed=seed,
             db=db,
+            credentials_file=credentials_out,
             time_scale=time_scale,
             faults=faults,
             workers=workers,
             gateway_timeout=gateway_timeout,
+            max_body_bytes=max_body_bytes,
             slow_site_rate=slow_site_rate,
             slow_site_factor=slow_site_factor,
             work_seconds=parse_work_seconds(work_seconds),

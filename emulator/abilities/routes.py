@@ -3,7 +3,6 @@ WordPress core's order of checks: ability, method, input, permission, execution,
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from emulator.abilities.errors import AbilityError
 from emulator.abilities.validation import MISSING, InputDecodeError, coerce, decode_query_input, reason, with_defaults
 from emulator.auth import APP_USER, AuthFailure, check_api_key, check_method, parse_basic, verify_application_password
 from emulator.dispatch import json_response
+from emulator.json_input import LARGE_BYTES, JsonInputError, decode_json, off_the_loop_if
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -218,23 +218,51 @@ def abilities_routes(emulator: Emulator) -> list[BaseRoute]:
     ]
 
 
-async def read_input(request: Request, method: str) -> Any:
-    """GET and DELETE take `input` from the query; POST from the JSON body `{"input": ...}` (or the query)."""
+def _invalid_json(error: JsonInputError) -> AbilityError:
+    return AbilityError("rest_invalid_json", "Invalid JSON body passed.", 400,
+                        json_error_code=error.code, json_error_message=error.message)
+
+
+async def read_input(request: Request, method: str, large: bool) -> Any:
+    """GET and DELETE take `input` from the query; POST from the JSON body `{"input": ...}` (or the query).
+    A large input is decoded in a thread."""
     if method == "POST":
         raw = await request.body()
         if raw.strip():
             try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise AbilityError("rest_invalid_json", "Invalid JSON body passed.", 400,
-                                   json_error_code=4, json_error_message=str(exc)) from None
+                body = await off_the_loop_if(large, decode_json, raw)
+            except JsonInputError as error:
+                raise _invalid_json(error) from None
             if isinstance(body, dict) and "input" in body:
                 return body["input"]
     try:
-        value = decode_query_input(request.query_params.multi_items())
+        value = await off_the_loop_if(large, decode_query_input, request.query_params.multi_items())
     except InputDecodeError as exc:
         raise AbilityError("rest_invalid_param", f"Invalid parameter(s): input ({exc})", 400) from None
+    except JsonInputError as error:
+        raise _invalid_json(error) from None
     return None if value is MISSING else value
+
+
+def _checked_input(ability: Ability, raw_input: Any) -> tuple[Any, str | None]:
+    """(the input with WordPress's coercion and defaults, the reason it is invalid or None)."""
+    if not ability.input_schema:
+        if raw_input is not None:
+            raise AbilityError("ability_missing_input_schema", f'Ability "{ability.name}" does not define an input '
+                               "schema required to validate the provided input.", 400)
+        return None, None
+    value = with_defaults(ability.input_schema, coerce(ability.input_schema, raw_input))
+    return value, reason(ability.input_schema, value, "input")
+
+
+def _answer(ability: Ability, output: Any, site_root: str) -> Response:
+    problem = reason(ability.output_schema, output, "output")
+    if problem is not None:
+        log.error("ability %s produced an invalid output: %s", ability.name, problem)
+        raise AbilityError("ability_invalid_output",
+                           f'Ability "{ability.name}" has invalid output. Reason: {problem}', 500)
+    return json_response(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"',
+                                          "Allow": RUN_ALLOW})
 
 
 async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str, caller: Caller,
@@ -245,15 +273,9 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
     method = "GET" if request.method == "HEAD" else request.method
     if method not in ability.allowed_methods:
         raise AbilityError("rest_ability_invalid_method", METHOD_MESSAGES[ability.run_method], 405)
-    raw_input = await read_input(request, method)
-    if not ability.input_schema:
-        if raw_input is not None:
-            raise AbilityError("ability_missing_input_schema", f'Ability "{ability.name}" does not define an input '
-                               "schema required to validate the provided input.", 400)
-        value, problem = None, None
-    else:
-        value = with_defaults(ability.input_schema, coerce(ability.input_schema, raw_input))
-        problem = reason(ability.input_schema, value, "input")
+    large = int(request.headers.get("content-length") or 0) + len(request.url.query) > LARGE_BYTES
+    raw_input = await read_input(request, method, large)
+    value, problem = await off_the_loop_if(large, _checked_input, ability, raw_input)
     if problem is not None:
         raise AbilityError("ability_invalid_input", f'Ability "{ability.name}" has invalid input. Reason: {problem}',
                            400)
@@ -287,10 +309,4 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
         log.exception("ability %s failed", ability.name)
         raise AbilityError("internal_server_error", "There has been a critical error on this website.",
                            500) from None
-    problem = reason(ability.output_schema, output, "output")
-    if problem is not None:
-        log.error("ability %s produced an invalid output: %s", ability.name, problem)
-        raise AbilityError("ability_invalid_output",
-                           f'Ability "{ability.name}" has invalid output. Reason: {problem}', 500)
-    return json_response(output, headers={"Link": f'<{site_root}/wp-json/>; rel="https://api.w.org/"',
-                                          "Allow": RUN_ALLOW})
+    return await off_the_loop_if(large, _answer, ability, output, site_root)

@@ -14,6 +14,8 @@ from typing import Any
 from jsonschema import Draft7Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
+from emulator.json_input import JsonInputError, decode_json
+
 MISSING: Any = object()
 
 _BRACKETS = re.compile(r"\[([^\]]*)\]")
@@ -38,9 +40,12 @@ def decode_query_input(pairs: list[tuple[str, str]]) -> Any:
             text = value.strip()
             if text.startswith(("{", "[")):
                 try:
-                    result = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputDecodeError(f"input is not valid JSON: {exc.msg}") from None
+                    result = decode_json(text)
+                except JsonInputError as exc:
+                    if exc.code == 1:  # nesting past json_decode's depth is WordPress's rest_invalid_json
+                        raise
+                    raise InputDecodeError(f"input is not valid JSON: {exc.message.removeprefix('Syntax error: ')}"
+                                           ) from None
             else:
                 result = value
             continue

@@ -34,11 +34,11 @@ async def list_keys(req: RestRequest) -> dict[str, Any]:
     per_page = req.integer("per_page", 20, minimum=1, maximum=200) or 20
     v1 = [
         {
-            "id": k.consumer_key,
+            "id": k.ck_hash,
             "version": "v1",
             "description": k.description,
             "permissions": ["Read"] + (["Write &amp; Delete"] if "w" in k.perms.split(",") else []),
-            "truncated_key": k.consumer_key[-7:],
+            "truncated_key": k.truncated_key,
             "active": k.enabled,
         }
         for k in req.state.v1_keys.values()

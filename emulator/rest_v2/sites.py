@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.records import Site
-from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, no_route
+from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, check_types, no_route
 from emulator.rest_v2.common import paged, queue_if_large, site_or_404
 from emulator.rest_v2.shapes import client_row, cost_view, site_simple, site_view
 from emulator.state import SITE_STATUSES
@@ -170,7 +170,16 @@ async def add_site(req: RestRequest) -> dict[str, Any]:
     return add_site_from(req, req.params)
 
 
+# The single-valued fields of the site edit schema (SiteEditInput) that the emulator reads.
+EDIT_FIELD_TYPES = {
+    "name": "string", "groupids": "string", "client_id": "integer", "suspended": "integer",
+    "ignore_core_updates": "integer", "ignore_plugin_updates": "integer", "ignore_theme_updates": "integer",
+    "note": "string",
+}
+
+
 def edit_site_from(req: RestRequest, site: Any, data: dict[str, Any]) -> dict[str, Any]:
+    check_types(data, EDIT_FIELD_TYPES)
     if "name" in data and str(data["name"]).strip():
         site.name = str(data["name"]).strip()
     if "groupids" in data:

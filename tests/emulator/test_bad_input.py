@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
+
 import httpx
 
+from emulator.config import EmulatorConfig
 from emulator.testing import InProcessEmulator
+from tests.emulator.abilities_harness import dashboard, run
 
 REAL_500_CODES = {
     "empty_body",
@@ -217,3 +223,96 @@ async def test_malformed_input_to_legacy_v1_never_breaks_it(lab: InProcessEmulat
                 if response.status_code >= 500:
                     problems.append(f"{method} {path} {attempt}: {response.status_code} {response.text[:120]}")
     assert not problems, "\n".join(problems[:20])
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # 200 KB of JSON nested 100,000 deep
+DEEP_QUERY = "[" * 10_000 + "]" * 10_000  # as deep as a URL can carry (httpx refuses queries past 64 KB)
+
+
+async def test_json_nested_100000_deep_is_rest_invalid_json_on_every_route(
+    lab: InProcessEmulator, rw: httpx.AsyncClient
+) -> None:
+    """PHP's json_decode stops at depth 512; WordPress answers 400 rest_invalid_json, never a 500."""
+    json_type = {"Content-Type": "application/json"}
+    user = lab.credentials["application_password"]
+    problems = []
+    for method, path in [*PATHS, *[(m, p.removeprefix("/svc/v1")) for m, p in V1_CALLS]]:
+        response = await rw.request(method, "/svc/v2" + path, content=DEEP, headers=json_type)
+        if response.status_code == 404 and response.json()["code"] == "rest_no_route":
+            continue  # the v1 paths are not v2 routes
+        if response.status_code != 400 or response.json()["code"] != "rest_invalid_json":
+            problems.append(f"{method} {path}: {response.status_code} {response.text[:120]}")
+    async with lab.client(auth=(user["username"], user["password"])) as abilities:
+        for method, name in ABILITY_RUNS:
+            url = f"/wp-abilities/v1/abilities/{name}/run"
+            attempts = [{"content": b'{"input":' + DEEP + b"}", "headers": json_type}] if method == "POST" else [
+                {"params": {"input": DEEP_QUERY}}]
+            for attempt in attempts:
+                response = await abilities.request(method, url, **attempt)
+                body = response.json()
+                if response.status_code != 400 or body["code"] != "rest_invalid_json" \
+                        or body["data"]["json_error_code"] != 1:
+                    problems.append(f"{method} {name}: {response.status_code} {response.text[:120]}")
+    admin = {"X-Emulator-Token": lab.credentials["admin_token"]}
+    async with httpx.AsyncClient(transport=lab.transport, base_url=lab.root_url, headers=admin) as truth:
+        response = await truth.post("/__emulator__/faults/items", content=DEEP)
+        if response.status_code != 400 or "JSON" not in response.json()["message"]:
+            problems.append(f"ground truth: {response.status_code} {response.text[:120]}")
+    assert not problems, "\n".join(problems[:20])
+
+
+async def test_a_field_of_the_wrong_type_is_refused_and_not_stored(
+    lab: InProcessEmulator, rw: httpx.AsyncClient
+) -> None:
+    before = lab.emulator.state.sites[1].name
+    response = await rw.post("/svc/v2/sites/1/edit", json={"name": {"x": [1]}})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "rest_invalid_param" and body["message"] == "Invalid parameter(s): name"
+    assert body["data"]["params"] == {"name": "name is not of type string."}
+    assert body["data"]["details"]["name"]["code"] == "rest_invalid_type"
+    assert lab.emulator.state.sites[1].name == before
+    assert (await rw.get("/svc/v2/sites/1")).json()["data"]["name"] == before
+
+
+async def count_sites_while(client: httpx.AsyncClient, busy: asyncio.Task[httpx.Response]) -> list[float]:
+    """Latencies of cheap requests sent one after another while `busy` is in progress."""
+    latencies = []
+    while not busy.done():
+        started = time.monotonic()
+        answer = await run(client, "svc/count-sites-v1")
+        assert answer.status_code == 200
+        latencies.append(time.monotonic() - started)
+        await asyncio.sleep(0.02)
+    return latencies
+
+
+async def test_a_million_site_ids_are_refused_by_the_gateway_and_hold_nobody_up() -> None:
+    """About 8 MB of input: past nginx's client_max_body_size (1 MiB), answered 413 without a PHP worker."""
+    body = json.dumps({"input": {"site_ids_or_domains": list(range(1, 1_000_001))}}).encode()
+    assert len(body) > 7_000_000
+    config = EmulatorConfig(namespace="svc", sites=30, seed=3, time_scale=0.001)
+    async with dashboard(config) as board, board.client() as client:
+        huge = asyncio.create_task(client.post("/abilities/svc/sync-sites-v1/run", content=body,
+                                               headers={"Content-Type": "application/json"}))
+        latencies = await count_sites_while(client, huge)
+        answer = huge.result()
+        ledger = board.emulator.capacity.snapshot()
+    assert answer.status_code == 413 and "413 Request Entity Too Large" in answer.text
+    assert ledger["operations"].get("sync", 0) == 0
+    assert max(latencies, default=0.0) < 1.0
+
+
+async def test_a_large_input_is_read_off_the_event_loop() -> None:
+    """Without a body limit, 50,000 site ids take their time on one worker while other requests keep answering
+    within a second (before: decoding and validating them held the whole server up for seconds)."""
+    body = json.dumps({"input": {"site_ids_or_domains": list(range(1, 50_001))}}).encode()
+    config = EmulatorConfig(namespace="svc", sites=30, seed=3, time_scale=0.001, max_body_bytes=0,
+                            gateway_timeout=0)
+    async with dashboard(config) as board, board.client(timeout=120) as client:
+        large = asyncio.create_task(client.post("/abilities/svc/sync-sites-v1/run", content=body,
+                                                headers={"Content-Type": "application/json"}))
+        latencies = await count_sites_while(client, large)
+        answer = large.result()
+    assert answer.status_code == 200 and answer.json()["total_errors"] >= 50_000 - 30
+    assert len(latencies) >= 3 and max(latencies) < 1.0

@@ -27,11 +27,38 @@ def test_state_survives_restart(tmp_path: Path) -> None:
             tag = client.post("/svc/v2/tags/add", json={"name": "kept"}).json()["data"]["id"]
             client.post(f"/svc/v2/updates/{update.site_id}/update/plugins", data={"slug": update.slug})
             token = client.post("/svc/v2/rest-api/add-key", data={"permissions": "read", "active": "1"}).json()["token"]
-    with EmulatorServer(config) as again:
-        assert again.credentials["api_keys"] == creds["api_keys"]
+    credentials_file = tmp_path / "credentials.json"
+    credentials_file.write_text(json.dumps(creds))
+    with EmulatorServer(config.model_copy(update={"credentials_file": credentials_file})) as again:
+        assert again.credentials["api_keys"] == creds["api_keys"]  # the database alone could not give them back
+        assert again.credentials["application_password"] == creds["application_password"]
         with httpx.Client(base_url=again.base_url, headers={"Authorization": "Bearer " + token}) as client:
             assert client.get(f"/svc/v2/tags/{tag}").json()["data"]["name"] == "kept"
         assert again.emulator.state.sites[update.site_id].plugins[update.slug].version == update.new_version
+    with EmulatorServer(config) as fresh:  # no credentials file: fresh bootstrap credentials, the old ones revoked
+        assert fresh.credentials["api_keys"]["read_write"] != creds["api_keys"]["read_write"]
+        with httpx.Client(base_url=fresh.base_url) as client:
+            old = client.get("/svc/v2/sites/count", headers={"Authorization": "Bearer " + creds["api_keys"]["read"]})
+            new = client.get("/svc/v2/sites/count",
+                             headers={"Authorization": "Bearer " + fresh.credentials["api_keys"]["read"]})
+            kept = client.get(f"/svc/v2/tags/{tag}", headers={"Authorization": "Bearer " + token})
+        assert old.status_code == 401 and new.status_code == 200 and kept.status_code == 200
+
+
+def test_the_database_holds_no_secret_in_clear_and_is_private(tmp_path: Path) -> None:
+    db = tmp_path / "dash.sqlite"
+    config = EmulatorConfig(namespace="svc", sites=3, seed=5, db=db, time_scale=1e-6)
+    with EmulatorServer(config) as server:
+        creds = server.credentials
+        with httpx.Client(base_url=server.base_url,
+                          headers={"Authorization": "Bearer " + creds["api_keys"]["read_write"]}) as client:
+            added = client.post("/svc/v2/rest-api/add-key", data={"permissions": "read", "active": "1"}).json()
+    assert db.stat().st_mode & 0o777 == 0o600
+    secrets = [part for token in [*creds["api_keys"].values(), added["token"]] for part in token.split("==")]
+    password = creds["application_password"]["password"]
+    secrets += [password, password.replace(" ", ""), creds["v1"]["consumer_key"], creds["v1"]["consumer_secret"]]
+    stored = b"".join(path.read_bytes() for path in tmp_path.glob("dash.sqlite*"))
+    assert stored and not [s for s in secrets if s.encode() in stored]
 
 
 async def test_async_server_and_ground_truth_guard() -> None:
