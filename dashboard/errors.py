@@ -280,6 +280,17 @@ def _class_for(code: str, status: int, message: str) -> type[DashboardError]:
     return DashboardError
 
 
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def body_excerpt(body: str, limit: int = 200) -> str:
+    """A non-JSON error body on one line: a gateway's or host's HTML page by its title, else its text."""
+    title = _TITLE.search(body)
+    text = title.group(1) if title else _TAG.sub(" ", body)
+    return " ".join(text.split())[:limit]
+
+
 def error_from_response(
     status: int,
     body: Any,
@@ -315,7 +326,7 @@ def error_from_response(
         if raw_message:
             message = str(raw_message)
     elif isinstance(body, str) and body.strip():
-        message = f"HTTP {status}: {body.strip()[:200]}"
+        message = f"HTTP {status}: {body_excerpt(body)}"
     if status == 401 and code is None and isinstance(body, dict) and "ERROR" in body:
         code = "legacy_v1_authentication"
     cls = _class_for(code or "", status, message)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from prefect import task
 
-from dashboard.errors import OutcomeUnknown
+from dashboard.errors import DashboardError, OutcomeUnknown
 from dashboard.models import BatchSiteError
 from fleet.call_sizing import CallSizer, Work, send_sized
+from fleet.fan_out import fan_out
 from fleet.plan import SiteRecord
 from fleet.progress import NightProgress, Tally, heartbeat
 from fleet.quiet import Quiet, wait_until_quiet
@@ -73,6 +75,58 @@ async def wait_for_quiet_sites(
                                       bound=settings.quiet_wait_seconds, done=all_landed)
 
 
+SiteSyncState = tuple[tuple[int, datetime | None, str, str | None], ...]
+
+
+async def settle_lost_sync(
+    client: DashboardClient,
+    sites: list[SiteRecord],
+    sizer: CallSizer,
+    settings: PipelineSettings,
+) -> dict[int, tuple[str, str]]:
+    """After a sync whose answer was lost: read each site until the dashboard shows it synced (its last sync
+    moved) or failed (its `sync_errors`), as MainWP records one or the other when it reaches the site.
+
+    Returns the failures, so that an unreachable site is skipped tonight rather than sent updates that must
+    fail; a site still showing neither when the sites stop moving, or after `FLEET_QUIET_WAIT_SECONDS`, is
+    reported unknown.
+    """
+    before = {site.id: site.last_sync for site in sites}
+
+    async def read_one(site_id: int) -> tuple[int, datetime | None, str, str | None]:
+        try:
+            site = await client.get_site(site_id)
+        except DashboardError as error:
+            return site_id, None, "", str(error)
+        synced = site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None
+        return site_id, synced, site.sync_errors or "", None
+
+    async def read() -> SiteSyncState:
+        return tuple(await fan_out(list(before), read_one, settings.concurrency))
+
+    def resolved(entry: tuple[int, datetime | None, str, str | None]) -> bool:
+        site_id, synced, errors, _ = entry
+        return bool(errors) or (synced is not None and synced != before[site_id])
+
+    site_ids = list(before)
+    async with heartbeat(step_logger(), lambda: f"sync of site(s) {site_ids}: reading the sites after a lost answer",
+                         settings.progress_seconds):
+        quiet = await wait_until_quiet(read, settle=sizer.settle_seconds("sync", site_ids),
+                                       bound=settings.quiet_wait_seconds, done=lambda state: all(map(resolved, state)))
+    failures: dict[int, tuple[str, str]] = {}
+    for entry in quiet.state:
+        site_id, _, errors, unreadable = entry
+        if errors:
+            failures[site_id] = ("sync_failed", f"{errors} (read from the site after the sync's answer was lost)")
+        elif unreadable:
+            failures[site_id] = ("sync_unknown", f"the sync's answer was lost and the site could not be read: "
+                                 f"{unreadable}")
+        elif not resolved(entry):
+            failures[site_id] = ("sync_unknown", f"the sync's answer was lost and the dashboard had not synced the "
+                                 f"site after {quiet.waited:.0f}s")
+    return failures
+
+
 async def sync_sites(
     client: DashboardClient,
     sites: list[SiteRecord],
@@ -83,10 +137,11 @@ async def sync_sites(
     """Sync the sites in calls sized by time; return {site id: (code, message)} of the failures.
 
     Immediate calls are preferred (they answer per site); a call the dashboard queues anyway is waited on. A
-    call whose answer was lost is never sent again: its sites are waited on until quiet.
+    call whose answer was lost is never sent again: its sites are read until each shows synced or failed.
     """
     sizer = sizer or settings.call_sizer()
     index = SiteErrorIndex(sites)
+    by_id = {site.id: site for site in sites}
     failures: dict[int, tuple[str, str]] = {}
     logger = step_logger()
     tally = Tally(total=len(sites))
@@ -99,11 +154,8 @@ async def sync_sites(
             sizer.lost("sync", work)
             logger.warning("sync of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
                            site_ids, error)
-            quiet = await wait_for_quiet_sites(client, site_ids, "sync", sizer, settings)
-            if not quiet.quiet:
-                for site_id in site_ids:
-                    failures[site_id] = ("sync_unknown", f"the sync's answer was lost ({error}) and the site "
-                                         f"was still changing after {quiet.waited:.0f}s")
+            failures.update(await settle_lost_sync(client, [by_id[site_id] for site_id in site_ids], sizer,
+                                                   settings))
             return None, None
         for error in start.errors + (start.result.errors if start.result else []):
             site_id = index.site_id(error)

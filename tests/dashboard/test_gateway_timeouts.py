@@ -24,6 +24,8 @@ async def test_a_504_on_a_sync_is_not_retried_and_its_work_lands():
             with pytest.raises(OutcomeUnknown) as lost:
                 await client.sync_sites([1, 2, 3, 4, 5, 6])
             assert lost.value.status == 504
+            assert "HTTP 504: 504 Gateway Time-out" in str(lost.value)
+            assert "<" not in str(lost.value) and "\n" not in str(lost.value), "the gateway page on one line"
             capacity = truth.state()["capacity"]
             assert capacity["gateway_timeouts"] == 1
             assert capacity["requests"] == requests + 1, "the 504 was not retried"

@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 
 from dashboard.client import DashboardClient
+from fleet.plan import SiteStatus
+from fleet.settings import PipelineSettings
 from fleet.summary import Outcome, Selection, Summary, UpdateType
 from flows.nightly import nightly_maintenance
 from flows.update import update_fleet
+from tasks.detect import apply_sync_failures, load_fleet
+from tasks.sync import sync_sites
 from tests.pipeline.conftest import read_run
 from tests.pipeline.test_nightly import assert_every_item_accounted, assert_truth_agrees, keys
 
@@ -70,6 +74,23 @@ async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_
     attempted = [item for item in summary.items if item.rule is None]
     assert attempted and {item.outcome for item in attempted} == {Outcome.updated}, Counter(
         (item.outcome, item.reason) for item in attempted if item.outcome is not Outcome.updated)
+
+
+async def test_a_sync_whose_answer_is_lost_still_learns_which_sites_cannot_be_reached(dashboard):
+    # every sync call takes 2 modelled seconds a site: a 1.5 s gateway loses every answer
+    emulator = dashboard(sites=8, seed=3, time_scale=0.01, gateway_timeout=1.5, slow_site_rate=0)
+    emulator.post("faults/reachable", {"site_id": 4, "reachable": False})
+    async with DashboardClient.from_credentials(emulator.server.credentials) as client:
+        sites, _ = await load_fleet(client)
+        failures = await sync_sites(client, sites, PipelineSettings())
+    truth = emulator.truth()
+    assert truth["capacity"]["gateway_timeouts"] > 0
+    unreachable = {int(site_id) for site_id, site in truth["sites"].items()
+                   if not site["reachable"] or not site["child_connected"]}
+    assert 4 in unreachable and set(failures) == unreachable
+    assert "Failed to connect to the child site" in failures[4][1]
+    site_4 = next(site for site in apply_sync_failures(sites, failures) if site.id == 4)
+    assert site_4.status is not SiteStatus.online, "an unreachable site is not sent updates tonight"
 
 
 async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_path: Path):
