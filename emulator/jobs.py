@@ -2,7 +2,8 @@
 
 A batch-capable ability (or REST route) that targets more sites than `{ns}_abilities_batch_threshold`
 (default 200; exactly 200 runs at once) queues a job instead of working at once. The first chunk runs 60 s
-after queueing, then one chunk of `{ns}_abilities_cron_chunk_size` sites (default 20) every 30 s.
+after queueing, then one chunk of `{ns}_abilities_cron_chunk_size` sites (default 20) every 30 s. One cron run
+at a time works the chunks of all due jobs one after another, so jobs queued side by side share its pace.
 Per-site failures are recorded and the job still completes; it fails only when a run finds it older than
 the 4 h timeout. A job disappears 24 h after its last write. Jobs live in the fleet state (SQLite), so a
 restarted emulator picks them up where they were.
@@ -170,24 +171,36 @@ class BatchJobs:
         return min(times, default=None)
 
     def start_due(self) -> None:
-        """Drop expired jobs and start one run for every job whose time has come (each as its own task)."""
+        """Drop expired jobs and, unless a cron run is under way, start one for every job whose time has come.
+
+        As wp-cron.php under its `doing_cron` lock: one cron request at a time, which runs the due events one
+        after another; an event that falls due meanwhile waits for the next cron run.
+        """
         now = self.clock.now()
         for job in list(self.state.jobs.values()):
             if self._expired(job, now) and job["job_id"] not in self._running:
                 self.state.delete_job(job["job_id"])
-        for job in self.due(now):
-            job_id = job["job_id"]
-            task = asyncio.create_task(self._guarded_run(job_id), name=f"batch-job {job_id}")
+        if self._running:
+            return
+        due = [job["job_id"] for job in sorted(self.due(now), key=lambda job: job["next_run"])]
+        if not due:
+            return
+        task = asyncio.create_task(self._cron_run(due), name=f"cron run of {len(due)} batch job(s)")
+        for job_id in due:
             self._running[job_id] = task
-            task.add_done_callback(lambda _t, jid=job_id: self._run_ended(jid))
+        task.add_done_callback(lambda _t: self._cron_ended())
 
-    def _run_ended(self, job_id: str) -> None:
-        self._running.pop(job_id, None)
+    async def _cron_run(self, job_ids: list[str]) -> None:
+        for job_id in job_ids:
+            await self._guarded_run(job_id)
+
+    def _cron_ended(self) -> None:
+        self._running.clear()
         if self.on_change is not None:
             self.on_change()
 
     async def cancel_running(self) -> None:
-        tasks = list(self._running.values())
+        tasks = list(set(self._running.values()))
         for task in tasks:
             task.cancel()
         for task in tasks:

@@ -308,6 +308,10 @@ class Policy(Rules):
         False, description="Send a client the automatic e-mail even when the night broke one of its sites "
         "(by default it is held for the operator's review).",
     )
+    check_all_sites: bool = Field(
+        False, description="Check every site with planned work after the updates, not only the sites something "
+        "was applied to (as FLEET_CHECK_ALL_SITES; either one turns it on).",
+    )
     hold_after_failures: int = Field(
         3, ge=0, description="Hold a version fleet-wide from the next night once it failed on this many sites "
         "in one night (0: failures alone never hold; a version that broke a site is always held).",

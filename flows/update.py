@@ -248,6 +248,8 @@ async def maintain_fleet(
         raise ValueError("`at` rehearses a plan: it is refused for a run that writes (use it with a dry run)")
     settings = pipeline_settings(report_dir)
     policy = resolve_policy(policy_file, settings)  # a bad policy fails here, before any request
+    if policy.check_all_sites:
+        settings = settings.model_copy(update={"check_all_sites": True})
     started = datetime.now(UTC)
     moment = (at.replace(tzinfo=UTC) if at.tzinfo is None else at) if at is not None else started
     night = Night(run_identity(started), settings.call_sizer())

@@ -213,6 +213,28 @@ async def test_identical_jobs_are_not_guarded(board: Dashboard) -> None:
     assert [f["status"] for f in finals] == ["completed", "completed"]
 
 
+async def test_jobs_queued_side_by_side_share_one_cron_run_at_a_time(board: Dashboard, monkeypatch) -> None:
+    """wp-cron.php runs under a lock: the due events' chunks go one after another, never on a worker each."""
+    jobs = board.emulator.jobs
+    working = {"now": 0, "most": 0}
+    original = type(jobs)._work_site
+
+    async def counted(self, job, site_id):
+        working["now"] += 1
+        working["most"] = max(working["most"], working["now"])
+        try:
+            return await original(self, job, site_id)
+        finally:
+            working["now"] -= 1
+
+    monkeypatch.setattr(type(jobs), "_work_site", counted)
+    async with board.client() as client:
+        queued = [(await run(client, "svc/sync-sites-v1", {})).json()["job_id"] for _ in range(3)]
+        finals = [(await follow(client, job_id, timeout=30))[-1] for job_id in queued]
+    assert [final["status"] for final in finals] == ["completed"] * 3
+    assert working["most"] == 1, "two jobs' sites were worked at once"
+
+
 async def test_a_restarted_emulator_finishes_the_job(tmp_path: Path) -> None:
     config = CONFIG.model_copy(update={"db": tmp_path / "dashboard.sqlite"})
     async with dashboard(config) as board, board.client() as client:

@@ -236,3 +236,24 @@ async def test_a_lane_whose_step_fails_accounts_for_its_items_and_the_others_car
     assert lost and all(item.outcome is Outcome.unknown and "could not verify" in item.reason for item in lost)
     assert {item.outcome for item in attempted if item.site_id not in broken} == {Outcome.updated}
     assert [error for error in summary.errors if "a step failed" in error and "lane" in error]
+
+
+async def test_the_policy_can_ask_for_checks_of_every_site_with_planned_work(dashboard, tmp_path: Path):
+    checked = {}
+    for check_all in (False, True):  # the same fleet twice: one night each way
+        emulator = dashboard(sites=10, seed=6)
+        truth = emulator.truth()
+        untouched, updated = [site for site in truth["sites"].values() if site["status"] == "connected"
+                              and site["reachable"] and not site["suspended"]
+                              and {u["type"] for u in site["pending_updates"]} == {"plugin"}][:2]
+        for update in untouched["pending_updates"]:  # every call for this site fails outright: nothing applied
+            emulator.post("faults/items", {"site_id": untouched["id"], "type": "plugin", "slug": update["slug"],
+                                           "mode": "fail"})
+        policy = tmp_path / f"policy-{check_all}.yaml"
+        policy.write_text(f"check_all_sites: {str(check_all).lower()}\n")
+        selection = Selection(sites=[str(untouched["id"]), str(updated["id"])], types=[UpdateType.plugin])
+        summary, _ = read_run(await nightly_maintenance(selection=selection, policy_file=str(policy),
+                                                        send_report=False))
+        checked[check_all] = {site.site_id for site in summary.sites if site.check is not None}
+    assert checked[False] == {updated["id"]}, "by default only a site something was applied to is checked"
+    assert checked[True] == {untouched["id"], updated["id"]}
