@@ -66,7 +66,9 @@ async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_
     sent = spy_update_calls(monkeypatch)
     summary, plan = read_run(await update_fleet(selection=Selection()))
     truth = emulator.truth()
-    assert truth["capacity"]["gateway_timeouts"] > 0, "some calls must have hit the gateway"
+    capacity = truth["capacity"]
+    assert capacity["gateway_timeouts"] > 0, "some calls must have hit the gateway"
+    assert capacity["max_in_progress"] <= capacity["workers"], "a lost call's work still holds its worker"
     assert_every_item_accounted(summary, plan)
     assert_truth_agrees(summary, truth)
     repeated = [key for key, count in Counter(sent).items() if count > 1]
@@ -211,3 +213,4 @@ async def test_slow_sites_translations_are_all_applied_and_accounted_for(dashboa
     assert_every_item_accounted(summary, plan)
     mine = [item for item in summary.items if item.site_id in {s["id"] for s in slow} and item.rule is None]
     assert mine and {item.outcome for item in mine} == {Outcome.updated}
+
