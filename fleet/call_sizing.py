@@ -100,10 +100,12 @@ class CallSizer:
     def split_slow(self, operation: str, work: list[Work]) -> list[Work]:
         """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
 
-        Each such site's first part goes first and the rest last: by the time the rest is taken, the first
-        part's answer has said whether the site is slow. A suspect found ordinary has its remaining parts
-        sent in as few calls as fit (`take` joins them); a slow site's go one by one. A part never shares a
-        call with another site: their shared slug filter could apply an item of another part twice.
+        A site known slow goes first, all of it: its long calls then run beside the ordinary ones instead of
+        after them, at the end of the step, with workers idle (the longest work first). A suspect's first part
+        goes first and the rest last: by the time the rest is taken, the first part's answer has said whether
+        the site is slow. A suspect found ordinary has its remaining parts sent in as few calls as fit (`take`
+        joins them); a slow site's go one by one. A part never shares a call with another site: their shared
+        slug filter could apply an item of another part twice.
         """
         if not self.sizing(operation):
             return work
@@ -111,11 +113,15 @@ class CallSizer:
         ordinary: list[Work] = []
         rest: list[Work] = []
         for part in work:
+            known_slow = part.site_id not in self.suspects and self.factor(part.site_id) > SLOW_MARGIN
             fits = self.units_per_call(operation, part.site_id) if self.alone(part.site_id) else part.units
             if part.slugs and part.units > fits:
-                pieces = [part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits)]
-                first.append(Work(part.site_id, len(pieces[0]), pieces[0], part=True))
-                rest += [Work(part.site_id, len(slugs), slugs, part=True) for slugs in pieces[1:]]
+                pieces = [Work(part.site_id, len(slugs), slugs, part=True)
+                          for slugs in (part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits))]
+                first += pieces if known_slow else pieces[:1]
+                rest += [] if known_slow else pieces[1:]
+            elif known_slow:
+                first.append(part)
             else:
                 ordinary.append(part)
         return first + ordinary + rest

@@ -66,9 +66,12 @@ def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
     sizer.learn("sync", [Work(1)], 2.0)
     sizer.learn("sync", [Work(7)], 20.0)  # site 7: ten times slower on every call
     sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)
-    parts = sizer.split_slow("update_item", [Work(7, 5, ("a", "b", "c", "d", "e")), Work(1, 5, ("a",) * 5)])
-    assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (1, ("a",) * 5), (7, ("b",)), (7, ("c",)),
-                                                     (7, ("d",)), (7, ("e",))]
+    sizer.learn("sync", [Work(8)], 20.0)  # site 8 too
+    parts = sizer.split_slow("update_item", [Work(1, 5, ("a",) * 5), Work(7, 5, ("a", "b", "c", "d", "e")),
+                                             Work(8, 1, ("a",))])
+    assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (7, ("b",)), (7, ("c",)), (7, ("d",)),
+                                                     (7, ("e",)), (8, ("a",)), (1, ("a",) * 5)], \
+        "a site known slow goes first, all of it: its long calls run beside the ordinary ones"
 
 
 def test_a_lost_answer_blames_the_sites_in_the_call_never_the_budget():
