@@ -547,13 +547,19 @@ class BatchStart(Model, Generic[R]):
     def parse(cls, body: Any, result_model: type[R]) -> BatchStart[R]:
         if not isinstance(body, dict):
             raise ValueError("batch answer is not an object")
+        model = _parametrized(cls, result_model)
         if body.get("queued") is True:
             count = next((body[k] for k in ("sites_queued", "updates_queued", "total") if k in body), None)
             errors = [BatchSiteError.model_validate(e) for e in body.get("errors") or [] if isinstance(e, dict)]
-            return cls[result_model](  # type: ignore[index]
-                queued=True, job_id=str(body["job_id"]), sites=_to_int(count), errors=errors
-            )
-        return cls[result_model](queued=False, result=result_model.model_validate(body))  # type: ignore[index]
+            return model(queued=True, job_id=str(body["job_id"]), sites=_to_int(count), errors=errors)
+        return model(queued=False, result=result_model.model_validate(body))
+
+
+@cache
+def _parametrized(generic: type[BatchStart[Any]], result_model: type[R]) -> type[BatchStart[R]]:
+    """`generic[result_model]`, kept for good: pydantic holds parametrized models weakly, so one whose last
+    answer was garbage-collected was built again for the next answer, at milliseconds each."""
+    return generic[result_model]  # type: ignore[index]
 
 
 # ---------------------------------------------------------------- tags, clients, monitors, keys

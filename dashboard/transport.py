@@ -19,7 +19,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 from pydantic_core import from_json
@@ -177,7 +177,7 @@ class Transport:
         json: Any,
         form: dict[str, Any] | None,
     ) -> Answer:
-        path = httpx.URL(url).path
+        path = unquote(urlsplit(url).path) or "/"  # as httpx.URL(url).path says it, without its parse per call
         query: list[tuple[str, Any]] = list(params.items() if isinstance(params, dict) else params or [])
         query += list(credentials.params.items())
         auth = httpx.BasicAuth(*credentials.basic) if credentials.basic else None

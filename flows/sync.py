@@ -63,7 +63,7 @@ async def sync_selected(
     usable = [site for site in sites if site.status is SiteStatus.online]
     sizer = settings.call_sizer()
     results = await run_in_chunks(
-        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label, sizer=sizer), usable,
+        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label, sizer=quote(sizer)), usable,
         settings,
     )
     failures = {site_id: failure for result in results for site_id, failure in result.items()}

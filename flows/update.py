@@ -121,8 +121,8 @@ async def survey_fleet(
         chunk: list[SiteRecord], label: str
     ) -> tuple[dict[int, tuple[str, str]], list[PendingUpdate]]:
         usable = sites_to_sync(chunk, settings, now)
-        failures = (await sync_sites_task(client, quote(usable), settings, label=label, sizer=night.sizer,
-                                          progress=night.progress) if sync and usable else {})
+        failures = (await sync_sites_task(client, quote(usable), settings, label=label, sizer=quote(night.sizer),
+                                          progress=quote(night.progress)) if sync and usable else {})
         ids = [site.id for site in chunk]
         pending = await detect_updates_task(client, quote(ids), settings.concurrency, label=label)
         return failures, pending
@@ -172,7 +172,8 @@ async def run_lane(
         if typed:
             type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), night.run_id,
                                                     settings, untouchable=quote(lane.untouchable.get(type_, {})),
-                                                    label=lane.label, sizer=night.sizer, progress=night.progress)
+                                                    label=lane.label, sizer=quote(night.sizer),
+                                                    progress=quote(night.progress))
             calls += type_calls
             result.jobs += await wait_for_update_jobs(client, type_calls, settings)
     touched = worked_on(calls)
@@ -181,10 +182,10 @@ async def run_lane(
         checked = lane.sites if settings.check_all_sites else resync
         if checked:
             result.checks = await check_sites_task(client, quote(checked), settings, label=lane.label,
-                                                   before=quote(before), sizer=night.sizer)
+                                                   before=quote(before), sizer=quote(night.sizer))
         night.progress.add(night.progress.checked, len(checked))
     failures = (await sync_sites_task(client, quote(resync), settings, label=f"after-updates-{lane.label}",
-                                      sizer=night.sizer) if resync else {})
+                                      sizer=quote(night.sizer)) if resync else {})
     result.resynced = len(resync)
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
@@ -269,7 +270,7 @@ async def maintain_fleet(
         if not dry_run:
             journal.start_run(night.run_id, run_dir)
         if interrupted:
-            await wait_for_interrupted_runs_task(client, quote(interrupted), night.sizer, settings)
+            await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)
         night.progress.synced.total = 0 if dry_run else len(sites_to_sync(sites, settings, started))
         naive_syncs = sum(1 for site in sites if site.status is SiteStatus.online)  # the naive chain syncs all
         await artifact.open()
@@ -281,7 +282,7 @@ async def maintain_fleet(
                     load_ignores_task(client, quote([site.id for site in sites])),
                 )
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
-                                                                 quote(pending), night.sizer, settings)
+                                                                 quote(pending), quote(night.sizer), settings)
                              if interrupted else [])
                 plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
                                                pending=quote(pending), ignored=quote(ignored), policy=policy,

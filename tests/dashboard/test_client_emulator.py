@@ -3,7 +3,9 @@ emulator's ground truth (`/__emulator__/state`)."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from typing import Any
 
 import pytest
@@ -92,6 +94,20 @@ async def test_sync_and_check_many_sites_immediately(client: DashboardClient) ->
     assert len(check.result.checked) + len(check.result.errors) == len(ids)
     with pytest.raises(InvalidInput, match="empty site selection"):
         await client.sync_sites([])
+
+
+async def test_answers_of_a_batch_ability_share_one_model_class_across_garbage_collections(
+    client: DashboardClient,
+) -> None:
+    """pydantic keeps `BatchStart[SyncResult]` weakly: once the last answer was collected, the next one built
+    the class again (milliseconds per answer, the largest share of a 10,000-site night's parsing)."""
+    ids = [s.id for s in await client.list_sites()][:2]
+    first = await client.sync_sites(ids[:1])
+    model = weakref.ref(type(first))
+    del first
+    gc.collect()
+    second = await client.sync_sites(ids[1:])
+    assert type(second) is model() and not second.queued and second.result is not None
 
 
 async def test_list_updates_matches_the_ground_truth_and_filters(client: DashboardClient, truth: GroundTruth) -> None:
