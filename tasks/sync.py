@@ -101,12 +101,18 @@ async def settle_lost_sync(
         synced = site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None
         return site_id, synced, site.sync_errors or "", None
 
-    async def read() -> SiteSyncState:
-        return tuple(await fan_out(list(before), read_one, settings.concurrency))
-
     def resolved(entry: tuple[int, datetime | None, str, str | None]) -> bool:
         site_id, synced, errors, _ = entry
         return bool(errors) or (synced is not None and synced != before[site_id])
+
+    latest: dict[int, tuple[int, datetime | None, str, str | None]] = {}
+
+    async def read() -> SiteSyncState:
+        """Only the sites not yet settled are read again: a site the dashboard reached stays as it was found."""
+        waiting = [site_id for site_id in before if site_id not in latest or not resolved(latest[site_id])]
+        for entry in await fan_out(waiting, read_one, settings.concurrency):
+            latest[entry[0]] = entry
+        return tuple(latest[site_id] for site_id in before)
 
     site_ids = list(before)
     async with heartbeat(step_logger(), lambda: f"sync of site(s) {site_ids}: reading the sites after a lost answer",
