@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NIGHTS = 7
 SITES_PER_CLIENT = 25
+OUTCOME_WEIGHTS = {"updated": 60, "failed": 6, "unchanged": 3, "held": 5, "ignored": 4, "delayed": 5, "excluded": 6,
+                   "skipped": 8, "deferred": 3, "unknown": 3}
 
 
 def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
@@ -37,8 +39,8 @@ def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
     rng = random.Random(seed)
     clients = [f"Client {n:04d}" for n in range(max(1, sites // SITES_PER_CLIENT))]
     plugins = [(f"plugin-{n}", f"Plugin {n}") for n in range(120)]
-    outcomes = list(Outcome)
-    weights = [60, 6, 3, 5, 4, 5, 6, 8, 3]
+    outcomes = list(Outcome)  # every outcome is drawn: one added without a weight is a KeyError here, not a skew
+    weights = [OUTCOME_WEIGHTS[outcome] for outcome in outcomes]
     fleet = [
         Site(site_id=n, site_url=f"https://site{n}.example", site_name=f"Site {n}", client=rng.choice(clients),
              check=SiteCheck(online=True, http_code=200, response_ms=300.0, probe_ok=rng.random() > 0.01))
