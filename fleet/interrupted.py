@@ -8,7 +8,7 @@ the version it had then; an item still pending is not, and the new run plans and
 from __future__ import annotations
 
 from fleet.job_journal import OpenRun
-from fleet.plan import PendingUpdate, SiteRecord
+from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
 from fleet.summary import Item, Outcome, UpdateType
 
 
@@ -22,8 +22,10 @@ def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int
 def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[PendingUpdate]) -> list[Item]:
     """The items the interrupted runs applied, each with the run that applied it.
 
-    `sites` are the sites synced tonight and `fresh` their pending list read after that sync; an item on
-    another site is left out (nothing fresh is known of it).
+    `sites` are the runs' sites as tonight found them and `fresh` their pending list read tonight; an item on
+    a site not in `sites` is left out (nothing is known of it). On a site synced tonight an item no longer
+    pending is `updated`; on one tonight's sync could not reach (offline, disconnected, ...) the list is the
+    dashboard's last one, so the item is `unknown`, with the run that sent it and why it is not verified.
     """
     now = {update.key: update for update in fresh}
     accounted: dict[tuple[int, UpdateType, str], Item] = {}
@@ -39,10 +41,14 @@ def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh
                                                         version):
                     continue
                 to_version = pending.from_version if pending is not None else offered or None
+                verified = site.status is SiteStatus.online
                 accounted[key] = Item(
                     site_id=site_id, site_url=site.url, site_name=site.name, client=site.client, type=intent.type,
                     slug=slug, name=slug, from_version=version or None,
-                    to_version=to_version, outcome=Outcome.updated,
-                    reason=f"applied by the interrupted run {run.run_id}", applied_by_run=run.run_id,
+                    to_version=to_version, outcome=Outcome.updated if verified else Outcome.unknown,
+                    reason=f"applied by the interrupted run {run.run_id}" if verified else
+                    f"sent by the interrupted run {run.run_id} and gone from the dashboard's list, but the site "
+                    f"could not be synced tonight to verify it ({site.status_reason or site.status.value})",
+                    applied_by_run=run.run_id,
                 )
     return list(accounted.values())

@@ -50,7 +50,7 @@ async def account_interrupted_runs_task(
 ) -> list[Item]:
     """The items the killed runs applied; their sites outside tonight's selection are synced and read here."""
     touched = set(touched_sites(runs))
-    synced = {site.id: site for site in sites if site.id in touched and site.status is SiteStatus.online}
+    synced = {site.id: site for site in sites if site.id in touched}  # those tonight's sync refused: unknown
     fresh = [update for update in pending if update.site_id in synced]
     others = [site_record(await client.get_site(site_id), {}) for site_id in sorted(touched - {s.id for s in sites})]
     others = [site for site in others if site.status is SiteStatus.online]

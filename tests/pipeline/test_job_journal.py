@@ -5,10 +5,13 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.job_journal import JobJournal
-from fleet.summary import UpdateType
+from fleet.interrupted import account_interrupted
+from fleet.job_journal import Intent, JobJournal, OpenRun
+from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
+from fleet.summary import Outcome, UpdateType
 
 
 def test_a_run_still_going_on_in_this_process_is_not_taken_for_an_interrupted_one(tmp_path: Path):
@@ -45,3 +48,20 @@ def test_a_run_whose_process_is_gone_is_interrupted_and_a_finished_one_is_not(tm
                            (str(tmp_path / "killed"), host, int(gone.stdout)))
     assert [run.run_id for run in journal.open_runs("tonight")] == ["killed"]
     journal.close()
+
+
+def test_an_item_a_killed_run_sent_to_a_site_tonight_cannot_sync_is_unknown_not_lost():
+    sent = Intent(id=1, run_id="killed", kind="update", type=UpdateType.plugin, sent_at=datetime.now(UTC),
+                  answered=False, items=[(1, "akismet", "5.0", "5.1"), (2, "akismet", "5.0", "5.1"),
+                                         (2, "jetpack", "13.0", "13.1")])
+    run = OpenRun(run_id="killed", run_dir=Path("."), started_at=datetime.now(UTC), intents=[sent])
+    sites = {1: SiteRecord(id=1, url="https://one.example/", name="One"),
+             2: SiteRecord(id=2, url="https://two.example/", name="Two", status=SiteStatus.offline,
+                           status_reason="sync failed: Site is known to be offline.")}
+    still = [PendingUpdate(site_id=2, type=UpdateType.plugin, slug="jetpack", from_version="13.0")]
+    items = {(item.site_id, item.slug): item for item in account_interrupted([run], sites, still)}
+    assert set(items) == {(1, "akismet"), (2, "akismet")}, "an item still pending is not accounted"
+    assert items[(1, "akismet")].outcome is Outcome.updated
+    offline = items[(2, "akismet")]
+    assert offline.outcome is Outcome.unknown and offline.applied_by_run == "killed"
+    assert "known to be offline" in offline.reason and "could not be synced tonight" in offline.reason
