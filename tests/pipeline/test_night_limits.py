@@ -15,6 +15,7 @@ from datetime import UTC
 from pathlib import Path
 
 import pytest
+from prefect.settings import PREFECT_API_URL
 
 from dashboard.client import DashboardClient
 from fleet.plan import SiteStatus
@@ -115,8 +116,9 @@ async def test_a_sync_whose_answer_is_lost_still_learns_which_sites_cannot_be_re
 async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_path: Path):
     emulator = dashboard(sites=60, seed=9, time_scale=0.02)
     env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    # the night reports to the test's Prefect server: an ephemeral one of its own may not start in time under load
     env |= {"PREFECT_HOME": str(tmp_path / "prefect-home"), "PYTHONPATH": str(ROOT),
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+            "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     log = (tmp_path / "killed-night.log").open("w")
     night = subprocess.Popen(
         [sys.executable, "-c", "import asyncio; from flows.nightly import nightly_maintenance; "
@@ -127,7 +129,8 @@ async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_pa
     try:
         deadline = time.monotonic() + 240
         while emulator.truth()["capacity"]["operations"].get("update_item", 0) < 30:
-            assert night.poll() is None, "the night ended before it could be killed"
+            assert night.poll() is None, ("the night ended before it could be killed: "
+                                          f"{(tmp_path / 'killed-night.log').read_text()[-3000:]}")
             assert time.monotonic() < deadline, "the night never started updating"
             time.sleep(0.05)
         os.killpg(night.pid, signal.SIGKILL)  # the machine is lost: the night and its server at once
