@@ -27,8 +27,10 @@ app = typer.Typer(
 @app.callback()
 def quiet_prefect() -> None:
     """Prefect's telemetry is off for the project's commands unless the operator turned it on: it reaches for the
-    internet, which an unattended night may not have, and printed a traceback on fresh Prefect homes."""
+    internet, which an unattended night may not have, and printed a traceback on fresh Prefect homes. A
+    temporary Prefect server (no PREFECT_API_URL) gets two minutes to start, not 20 s: a busy machine needs it."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 app.add_typer(emulator.app, name="emulator")

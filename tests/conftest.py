@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's load
+# it needs more than Prefect's 20 s.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 @pytest.fixture(scope="session")
