@@ -118,8 +118,11 @@ class CallSizer:
             if part.slugs and part.units > fits:
                 pieces = [Work(part.site_id, len(slugs), slugs, part=True)
                           for slugs in (part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits))]
-                first += pieces if known_slow else pieces[:1]
-                rest += [] if known_slow else pieces[1:]
+                if known_slow:
+                    first += pieces
+                else:
+                    first.append(pieces[0])
+                    rest += pieces[1:]
             elif known_slow:
                 first.append(part)
             else:

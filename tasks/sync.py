@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from prefect import task
 
@@ -75,7 +75,13 @@ async def wait_for_quiet_sites(
                                       bound=settings.quiet_wait_seconds, done=all_landed)
 
 
-SiteSyncState = tuple[tuple[int, datetime | None, str, str | None], ...]
+class SyncReading(NamedTuple):
+    """One site as read after a sync whose answer was lost."""
+
+    site_id: int
+    last_sync: datetime | None
+    sync_errors: str = ""
+    unreadable: str | None = None  # why the read itself failed
 
 
 async def settle_lost_sync(
@@ -89,47 +95,46 @@ async def settle_lost_sync(
 
     Returns the failures, so that an unreachable site is skipped tonight rather than sent updates that must
     fail; a site still showing neither when the sites stop moving, or after `FLEET_QUIET_WAIT_SECONDS`, is
-    reported unknown.
+    reported unknown. Only the sites not yet settled are read again.
     """
     before = {site.id: site.last_sync for site in sites}
 
-    async def read_one(site_id: int) -> tuple[int, datetime | None, str, str | None]:
+    async def read_one(site_id: int) -> SyncReading:
         try:
             site = await client.get_site(site_id)
         except DashboardError as error:
-            return site_id, None, "", str(error)
+            return SyncReading(site_id, None, unreadable=str(error))
         synced = site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None
-        return site_id, synced, site.sync_errors or "", None
+        return SyncReading(site_id, synced, site.sync_errors or "")
 
-    def resolved(entry: tuple[int, datetime | None, str, str | None]) -> bool:
-        site_id, synced, errors, _ = entry
-        return bool(errors) or (synced is not None and synced != before[site_id])
+    def settled(reading: SyncReading) -> bool:
+        moved = reading.last_sync is not None and reading.last_sync != before[reading.site_id]
+        return bool(reading.sync_errors) or moved
 
-    latest: dict[int, tuple[int, datetime | None, str, str | None]] = {}
+    latest: dict[int, SyncReading] = {}
 
-    async def read() -> SiteSyncState:
-        """Only the sites not yet settled are read again: a site the dashboard reached stays as it was found."""
-        waiting = [site_id for site_id in before if site_id not in latest or not resolved(latest[site_id])]
-        for entry in await fan_out(waiting, read_one, settings.concurrency):
-            latest[entry[0]] = entry
+    async def read() -> tuple[SyncReading, ...]:
+        waiting = [site_id for site_id in before if site_id not in latest or not settled(latest[site_id])]
+        for reading in await fan_out(waiting, read_one, settings.concurrency):
+            latest[reading.site_id] = reading
         return tuple(latest[site_id] for site_id in before)
 
     site_ids = list(before)
     async with heartbeat(step_logger(), lambda: f"sync of site(s) {site_ids}: reading the sites after a lost answer",
                          settings.progress_seconds):
         quiet = await wait_until_quiet(read, settle=sizer.settle_seconds("sync", site_ids),
-                                       bound=settings.quiet_wait_seconds, done=lambda state: all(map(resolved, state)))
+                                       bound=settings.quiet_wait_seconds, done=lambda state: all(map(settled, state)))
     failures: dict[int, tuple[str, str]] = {}
-    for entry in quiet.state:
-        site_id, _, errors, unreadable = entry
-        if errors:
-            failures[site_id] = ("sync_failed", f"{errors} (read from the site after the sync's answer was lost)")
-        elif unreadable:
-            failures[site_id] = ("sync_unknown", f"the sync's answer was lost and the site could not be read: "
-                                 f"{unreadable}")
-        elif not resolved(entry):
-            failures[site_id] = ("sync_unknown", f"the sync's answer was lost and the dashboard had not synced the "
-                                 f"site after {quiet.waited:.0f}s")
+    for reading in quiet.state:
+        if reading.sync_errors:
+            failures[reading.site_id] = ("sync_failed", f"{reading.sync_errors} (read from the site after the "
+                                         "sync's answer was lost)")
+        elif reading.unreadable:
+            failures[reading.site_id] = ("sync_unknown", "the sync's answer was lost and the site could not be "
+                                         f"read: {reading.unreadable}")
+        elif not settled(reading):
+            failures[reading.site_id] = ("sync_unknown", "the sync's answer was lost and the dashboard had not "
+                                         f"synced the site after {quiet.waited:.0f}s")
     return failures
 
 
