@@ -18,6 +18,7 @@ No auth and no dashboard faults: this is the public site, not the dashboard.
 
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -131,8 +132,12 @@ def site_resource(request: Request, site: Site) -> Response:
         return HTMLResponse(_NOT_FOUND, 404)
     post_id = request.query_params.get("p", "")
     post = next((p for p in site.posts if str(p.id) == post_id and p.status == "publish"), None)
+    if not hasattr(request.app.state, "site_page_views"):  # views per page, for the banner rotation
+        request.app.state.site_page_views = Counter()
+    views: Counter[tuple[int, str, str]] = request.app.state.site_page_views
+    views[site.id, path, post_id] += 1
     html = page_html(site, root, path if path in page_paths(site) else "", post,
-                     blank=fault is not None and fault[0] == "blank")
+                     blank=fault is not None and fault[0] == "blank", view=views[site.id, path, post_id])
     return HTMLResponse(html, 200, headers={"Link": f'<{site.url.rstrip("/")}/wp-json/>; rel="https://api.w.org/"'})
 
 

@@ -1,8 +1,9 @@
 """What a healthy site's pages look like in a browser: the markup of each page and the stylesheet of its theme.
 
 A site's active theme picks one of a few looks (colours, fonts, layout of the header and the hero); a seeded
-draw per site adds moving content, a carousel or a clock driven by a script, the kind of thing that changes
-between two screenshots by itself. A visual break (`emulator.visual_faults`) keeps the answer 200: with `css`
+draw per site adds moving content, the kind of thing that changes between two screenshots by itself: a
+carousel whose first slide the server rotates on every view (as banner rotators do; a script then moves it
+on every few seconds) or a clock. A visual break (`emulator.visual_faults`) keeps the answer 200: with `css`
 the page still links its stylesheet and the server answers that with 404; with `blank` the page's main
 sections render empty. Every value from the fleet is escaped.
 """
@@ -43,7 +44,8 @@ THEME_LOOKS = {
     "astra": "business", "generatepress": "business", "kadence": "business", "neve": "business",
     "oceanwp": "bold", "blocksy": "bold", "hello-elementor": "bold",
 }
-SLIDES = ("#e8590c", "#2f9e44", "#1971c2", "#ae3ec9", "#f08c00")  # five, so two shots 1-3 s apart always differ
+SLIDES = ("#e8590c", "#2f9e44", "#1971c2", "#ae3ec9", "#f08c00")
+SLIDE_SECONDS = 4
 EXTRA_PAGES = {"about": "About us", "contact": "Contact"}
 SHOP_PAGE = ("shop", "Shop")
 
@@ -130,15 +132,18 @@ def _nav(site: Site, base: str) -> str:
     return f'<nav class="site-nav" aria-label="Main"><ul>{items}</ul></nav>'
 
 
-def _moving(site: Site) -> str:
+def _moving(site: Site, view: int) -> str:
+    """The site's moving content; `view` counts the page's views and picks the carousel's first slide."""
     kind = moving_content(site)
     if kind == "carousel":
+        first = view % len(SLIDES)
         slides = "".join(
-            f'<div class="slide" style="background:{colour}">Offer {n} of {len(SLIDES)}</div>'
-            for n, colour in enumerate(SLIDES, 1))
-        script = ("(function(){var s=document.querySelectorAll('.carousel .slide'),i=Math.floor(Date.now()/1000);"
-                  "function show(){s.forEach(function(e,k){e.classList.toggle('active',k===i%s.length)});i++}"
-                  "show();setInterval(show,1000)})();")
+            f'<div class="slide{" active" if n == first else ""}" style="background:{colour}">'
+            f"Offer {n + 1} of {len(SLIDES)}</div>"
+            for n, colour in enumerate(SLIDES))
+        script = (f"(function(){{var s=document.querySelectorAll('.carousel .slide'),i={first};"
+                  "setInterval(function(){i=(i+1)%s.length;"
+                  f"s.forEach(function(e,k){{e.classList.toggle('active',k===i)}})}},{SLIDE_SECONDS * 1000})}})();")
         return f'<div class="carousel" aria-live="polite">{slides}</div><script>{script}</script>'
     if kind == "clock":
         script = ("(function(){var c=document.querySelector('.clock');function tick(){"
@@ -147,7 +152,7 @@ def _moving(site: Site) -> str:
     return ""
 
 
-def _body_of(site: Site, path: str, post: Post | None) -> str:
+def _body_of(site: Site, path: str, post: Post | None, view: int) -> str:
     """The main sections of one page."""
     name = escape(site.name)
     if post is not None:
@@ -175,19 +180,20 @@ def _body_of(site: Site, path: str, post: Post | None) -> str:
         f'<div class="entry-content"><p>{escape(p.content)}</p></div></article>'
         for p in published(site, "post"))
     return (f'<section class="hero"><h1>Welcome to {name}</h1><p>Everything you need, in one place.</p>'
-            f'<a class="button" href="#latest">Read the latest</a>{_moving(site)}</section>'
+            f'<a class="button" href="#latest">Read the latest</a>{_moving(site, view)}</section>'
             f'<section class="content"><div class="features">{features}</div></section>'
             f'<section class="content posts" id="latest"><h2>Latest news</h2>{posts}</section>')
 
 
-def page_html(site: Site, base: str, path: str = "", post: Post | None = None, blank: bool = False) -> str:
-    """One page of the site; `base` is the site's root as the browser reaches it (ends with `/`).
-    `blank`: the main sections render empty, as after a bad release of a page builder."""
+def page_html(site: Site, base: str, path: str = "", post: Post | None = None, blank: bool = False,
+              view: int = 0) -> str:
+    """One page of the site; `base` is the site's root as the browser reaches it (ends with `/`); `view`
+    counts the views of the page. `blank`: the main sections render empty, as after a bad page-builder release."""
     name = escape(site.name)
     home = escape(site.url.rstrip("/") + "/")
     title = name if not path and post is None else f"{escape(post.title if post else page_paths(site).get(path, ''))}" \
         f" &#8211; {name}"
-    main = "" if blank else _body_of(site, path, post)
+    main = "" if blank else _body_of(site, path, post, view)
     return (
         '<!DOCTYPE html>\n<html lang="en-US">\n<head>\n<meta charset="UTF-8" />\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1" />\n'
