@@ -5,7 +5,7 @@ state, so a health check after updates has something real to probe (generated do
   site's name, /about/, /contact/ (and /shop/ on shops), posts and pages at `?p=ID`, the active theme's
   stylesheet, and WordPress's sitemaps (`wp-sitemap.xml`, an index of one page and one post sitemap; core
   redirects `/sitemap.xml` there). Other paths show the front page. A visual break (`emulator.visual_faults`)
-  answers 200 still: the stylesheet 404s, or the main sections render blank;
+  answers 200 still: the stylesheet 404s, the main sections render blank, or a notice bar appears;
 - an offline site (`reachable` false): 503 with a host's "Service Unavailable" page, the closest one HTTP
   server can come to a host that is down (a real one would refuse or time out the connection);
 - a site whose front end an update broke (`broken_by`): 200 with the page WordPress core's `wp_die` shows
@@ -137,7 +137,8 @@ def site_resource(request: Request, site: Site) -> Response:
     views: Counter[tuple[int, str, str]] = request.app.state.site_page_views
     views[site.id, path, post_id] += 1
     html = page_html(site, root, path if path in page_paths(site) else "", post,
-                     blank=fault is not None and fault[0] == "blank", view=views[site.id, path, post_id])
+                     blank=fault is not None and fault[0] == "blank", view=views[site.id, path, post_id],
+                     notice=fault is not None and fault[0] == "notice")
     return HTMLResponse(html, 200, headers={"Link": f'<{site.url.rstrip("/")}/wp-json/>; rel="https://api.w.org/"'})
 
 

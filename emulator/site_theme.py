@@ -5,7 +5,8 @@ draw per site adds moving content, the kind of thing that changes between two sc
 carousel whose first slide the server rotates on every view (as banner rotators do; a script then moves it
 on every few seconds) or a clock. A visual break (`emulator.visual_faults`) keeps the answer 200: with `css`
 the page still links its stylesheet and the server answers that with 404; with `blank` the page's main
-sections render empty. Every value from the fleet is escaped.
+sections render empty; `notice` adds a thin bar at the foot of the window. Every value from the fleet is
+escaped.
 """
 
 from __future__ import annotations
@@ -185,8 +186,13 @@ def _body_of(site: Site, path: str, post: Post | None, view: int) -> str:
             f'<section class="content posts" id="latest"><h2>Latest news</h2>{posts}</section>')
 
 
+NOTICE = ('<div class="release-notice" style="position:fixed;left:0;right:0;bottom:0;height:32px;margin:0;'
+          'background:#fff3bf;color:#5c3c00;font:14px/32px sans-serif;text-align:center">'
+          "We use cookies to improve your experience.</div>")
+
+
 def page_html(site: Site, base: str, path: str = "", post: Post | None = None, blank: bool = False,
-              view: int = 0) -> str:
+              view: int = 0, notice: bool = False) -> str:
     """One page of the site; `base` is the site's root as the browser reaches it (ends with `/`); `view`
     counts the views of the page. `blank`: the main sections render empty, as after a bad page-builder release."""
     name = escape(site.name)
@@ -208,5 +214,5 @@ def page_html(site: Site, base: str, path: str = "", post: Post | None = None, b
         f"{_nav(site, base)}</header>\n<main>{main}</main>\n"
         '<footer class="site-footer"><p>Proudly powered by '
         '<a href="https://wordpress.org" rel="nofollow">WordPress</a></p></footer>\n'
-        "</body>\n</html>\n"
+        f"{NOTICE if notice else ''}</body>\n</html>\n"
     )

@@ -1,7 +1,8 @@
-"""Bad releases that break a site's pages visually while they still answer 200: the stylesheet gone (the page
-links it, the server answers 404) or a section rendered blank. A mark binds a mode to the version an item
-offers, so the break shows once that version is installed and goes with the next release, as a real bad
-release does; a direct break (`ground-truth`) shows until it is lifted."""
+"""Bad releases that change a site's pages visually while they still answer 200: the stylesheet gone (the page
+links it, the server answers 404), a section rendered blank (both breaks), or a thin notice bar the release
+adds at the foot of the window (a change a person should look at, not a break). A mark binds a mode to the
+version an item offers, so the change shows once that version is installed and goes with the next release, as
+with a real bad release; a direct change (`ground-truth`) shows until it is lifted."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from emulator.records import ItemType, Site
 if TYPE_CHECKING:
     from emulator.state import FleetState
 
-VisualMode = Literal["css", "blank"]
+VisualMode = Literal["css", "blank", "notice"]
 VISUAL_MODES: tuple[str, ...] = get_args(VisualMode)
 DIRECT = "ground-truth"
 VISUAL_ITEM_TYPES: tuple[ItemType, ...] = ("wp", "plugin", "theme")  # a translation pack moves no version
