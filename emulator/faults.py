@@ -9,6 +9,9 @@ A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
   succeeds, then the site's pages are WordPress's critical-error page), drawn once when the profile is
   applied, stored with the fleet (a restart with the same database and profile keeps them as they were) and
   undone when the profile is replaced;
+- on the fleet too, bad releases that break a site's pages visually while they answer 200 (the stylesheet
+  gone, a section blank: `emulator.visual_faults`), drawn from a stream of their own so adding them leaves
+  every other draw as it was;
 - on background jobs: a job whose cron never fires (it stays queued until it expires) and a job slowed until
   it hits the 4 h timeout.
 Delays injected here are dashboard delays too: they are scaled by the clock like every other.
@@ -30,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from emulator.visual_faults import VISUAL_ITEM_TYPES, mark_release
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -58,6 +63,8 @@ class FaultProfile(BaseModel):
     site_breaking_rate: float = Field(0.0, ge=0, le=1, description="pending items whose update breaks the front end")
     stuck_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs whose cron never fires")
     slow_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs slowed until the 4 h timeout")
+    visual_break_rate: float = Field(0.0, ge=0, le=1, description="pending releases that break the page visually")
+    visual_blank_share: float = Field(0.5, ge=0, le=1, description="of those, a section blank (else CSS gone)")
 
     @property
     def is_inert(self) -> bool:
@@ -79,13 +86,13 @@ PROFILES: dict[str, FaultProfile] = {
         name="realistic", latency_median_ms=120, latency_sigma=0.6, latency_max_ms=10_000,
         error_rate=0.01, throttle_rate=0.01, retry_after_seconds=2, drop_rate=0.002,
         site_offline_rate=0.02, update_failure_rate=0.03, silent_failure_rate=0.01, site_breaking_rate=0.01,
-        stuck_job_rate=0.01, slow_job_rate=0.01,
+        stuck_job_rate=0.01, slow_job_rate=0.01, visual_break_rate=0.01,
     ),
     "hostile": FaultProfile(
         name="hostile", latency_median_ms=400, latency_sigma=1.0, latency_max_ms=20_000,
         error_rate=0.08, throttle_rate=0.08, retry_after_seconds=5, drop_rate=0.03,
         site_offline_rate=0.10, update_failure_rate=0.15, silent_failure_rate=0.05, site_breaking_rate=0.05,
-        stuck_job_rate=0.25, slow_job_rate=0.25,
+        stuck_job_rate=0.25, slow_job_rate=0.25, visual_break_rate=0.04,
     ),
 }
 
@@ -140,6 +147,7 @@ class FaultController:
         self._applied_offline: list[int] = list(stored["offline"]) if stored else []
         self._applied_items: list[tuple[int, str, str]] = [tuple(i) for i in stored["items"]] if stored else []
         self._applied_breaking: list[tuple[int, str, str]] = [tuple(i) for i in (stored or {}).get("breaking", [])]
+        self._applied_visual: list[tuple[int, str, str]] = [tuple(i) for i in (stored or {}).get("visual", [])]
         self._reset_streams()
         if stored is None or stored["profile"] != profile.model_dump():
             self.revert_fleet_effects()
@@ -224,7 +232,23 @@ class FaultController:
                     self.operations.set_item_fault(site, update.type, update.slug, mode)
                     applied = self._applied_breaking if mode == "break" else self._applied_items
                     applied.append((site.id, update.type, update.slug))
+        self._apply_visual_faults()
         self._save_fleet_effects()
+
+    def _apply_visual_faults(self) -> None:
+        """Mark a seeded sample of pending releases (core, plugins, themes) to break their site's page visually."""
+        p = self.profile
+        if p.visual_break_rate == 0:
+            return
+        rng = random.Random(f"{self.seed}:visual:{p.name}")
+        for site in self.state.sites.values():
+            for update in self.state.pending_updates(site, respect_ignores=False):
+                hit, blank = rng.random() < p.visual_break_rate, rng.random() < p.visual_blank_share
+                key = f"{update.type}:{update.slug}"
+                if not hit or update.type not in VISUAL_ITEM_TYPES or key in site.visual_faults:
+                    continue
+                if mark_release(self.state, site, update.type, update.slug, "blank" if blank else "css"):
+                    self._applied_visual.append((site.id, update.type, update.slug))
 
     def revert_fleet_effects(self) -> None:
         for site_id in self._applied_offline:
@@ -237,7 +261,12 @@ class FaultController:
                 self.operations.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
                 if site.broken_by == f"{item_type}:{slug}":
                     self.operations.set_front_end_broken(site, False)
+        for site_id, item_type, slug in self._applied_visual:
+            site = self.state.sites.get(site_id)
+            if site is not None:
+                mark_release(self.state, site, item_type, slug, None)  # type: ignore[arg-type]
         self._applied_offline, self._applied_items, self._applied_breaking = [], [], []
+        self._applied_visual = []
         self._save_fleet_effects()
 
     def _save_fleet_effects(self) -> None:
@@ -246,12 +275,14 @@ class FaultController:
             "offline": self._applied_offline,
             "items": [list(item) for item in self._applied_items],
             "breaking": [list(item) for item in self._applied_breaking],
+            "visual": [list(item) for item in self._applied_visual],
         })
 
     def _count_fleet_effects(self) -> None:
         self.counts["sites_offline"] = len(self._applied_offline)
         self.counts["items_failing"] = len(self._applied_items)
         self.counts["items_breaking"] = len(self._applied_breaking)
+        self.counts["items_breaking_visually"] = len(self._applied_visual)
 
     def snapshot(self) -> dict[str, Any]:
         ordered = sorted(self.latencies_ms)

@@ -1,8 +1,8 @@
 """Ground truth for tests and benchmarks, outside the dashboard's namespaces and guarded by the admin token:
 what is really installed, what the dashboard lists, ignore lists, request counts, jobs, the capacity model's
 ledger and the fault counters; and the switches that make an item fail, take a site offline, break or fix a
-site's front end, or change the fault profile. Bad input gets the same WordPress-style error body as the
-dashboard's own routes."""
+site's front end or break its pages visually, or change the fault profile. Bad input gets the same
+WordPress-style error body as the dashboard's own routes."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from emulator.json_input import JsonInputError, decode_json
 from emulator.records import ITEM_TYPES, Item, ItemType, Site
 from emulator.rest import RestError
 from emulator.site_pages import front_end_status
+from emulator.visual_faults import VISUAL_ITEM_TYPES, VISUAL_MODES, break_directly, mark_release, visual_break
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -144,7 +145,15 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
         "fail_items": site.fail_items,
         "front_end": {"status": front_end_status(site), "broken": bool(site.broken_by),
                       "broken_by": site.broken_by or None},
+        "visual": _visual_truth(site),
     }
+
+
+def _visual_truth(site: Site) -> dict[str, Any]:
+    """The visual break a visitor sees now (mode and culprit) and the releases marked to break the page."""
+    now = visual_break(site)
+    return {"break": now[0] if now else None, "by": now[1] if now else None,
+            "marked": {key: {"mode": mode, "version": version} for key, (mode, version) in site.visual_faults.items()}}
 
 
 def job_truth(job: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +220,26 @@ async def set_front_end(request: Request, emulator: Emulator) -> dict[str, Any]:
 
 
 @admin_only
+async def set_visual_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {site_id, mode: css|blank|null, type?, slug?}: with an item, the release it offers now breaks the page
+    visually once installed; without, the page breaks now (null lifts either)."""
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    mode = body.get("mode")
+    if mode is not None and mode not in VISUAL_MODES:
+        raise GroundTruthError(f"mode must be one of {', '.join(VISUAL_MODES)} or null")
+    if "type" in body or "slug" in body:
+        item_type, slug = item_in(site, body)
+        if item_type not in VISUAL_ITEM_TYPES:
+            raise GroundTruthError("a visual break needs a release of core, a plugin or a theme")
+        if not mark_release(emulator.state, site, item_type, slug, mode):
+            raise GroundTruthError(f"site {site.id}'s {item_type} {slug!r} offers no release to mark", 409)
+    else:
+        break_directly(emulator.state, site, mode)
+    return {"site_id": site.id, "visual": _visual_truth(site)}
+
+
+@admin_only
 async def offer_update(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, type, slug, version}: the child starts offering a new version (seen after a sync)."""
     body = await json_object(request)
@@ -260,6 +289,7 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/faults/items", set_item_fault, methods=["POST"]),
         Route(f"{PREFIX}/faults/reachable", set_reachable, methods=["POST"]),
         Route(f"{PREFIX}/faults/front-end", set_front_end, methods=["POST"]),
+        Route(f"{PREFIX}/faults/visual", set_visual_fault, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),
     ]

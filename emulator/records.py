@@ -129,6 +129,7 @@ class Site:
     added: float = 0.0
     fail_items: dict[str, str] = field(default_factory=dict)
     broken_by: str = ""  # "type:slug" of the update that broke the front end ("ground-truth" when set directly)
+    visual_faults: dict[str, list[str]] = field(default_factory=dict)  # "type:slug" -> [mode, bad version]
     monitor: Monitor | None = None
     posts: list[Post] = field(default_factory=list)
     users: list[SiteUser] = field(default_factory=list)

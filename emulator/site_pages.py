@@ -1,7 +1,11 @@
 """The child sites' own web servers: each site's public pages at `/__sites__/{domain}/...`, from the one fleet
 state, so a health check after updates has something real to probe (generated domains do not resolve).
 
-- a healthy site: 200, a small WordPress-looking front page titled with the site's name;
+- a healthy site: 200, pages a browser can screenshot (`emulator.site_theme`): the front page titled with the
+  site's name, /about/, /contact/ (and /shop/ on shops), posts and pages at `?p=ID`, the active theme's
+  stylesheet, and WordPress's sitemaps (`wp-sitemap.xml`, an index of one page and one post sitemap; core
+  redirects `/sitemap.xml` there). Other paths show the front page. A visual break (`emulator.visual_faults`)
+  answers 200 still: the stylesheet 404s, the main sections render blank, or a notice bar appears;
 - an offline site (`reachable` false): 503 with a host's "Service Unavailable" page, the closest one HTTP
   server can come to a host that is down (a real one would refuse or time out the connection);
 - a site whose front end an update broke (`broken_by`): 200 with the page WordPress core's `wp_die` shows
@@ -14,14 +18,17 @@ No auth and no dashboard faults: this is the public site, not the dashboard.
 
 from __future__ import annotations
 
+from collections import Counter
 from html import escape
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from emulator.records import Site
+from emulator.site_theme import page_html, page_paths, published, stylesheet, stylesheet_path
+from emulator.visual_faults import visual_break
 
 if TYPE_CHECKING:
     from emulator.app import Emulator
@@ -46,33 +53,6 @@ def front_end_status(site: Site) -> str:
     if not site.reachable:
         return "down"
     return "broken" if site.broken_by else "up"
-
-
-def front_page(site: Site) -> str:
-    name = escape(site.name)
-    home = escape(site.url.rstrip("/") + "/")
-    posts = "".join(
-        f'<article class="post-{p.id} {p.post_type} type-{p.post_type} status-publish">'
-        f'<h2 class="entry-title">{escape(p.title)}</h2><div class="entry-content"><p>{escape(p.content)}</p></div>'
-        "</article>"
-        for p in site.posts
-        if p.post_type == "post" and p.status == "publish"
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en-US">\n<head>\n<meta charset="UTF-8" />\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1" />\n'
-        f"<title>{name}</title>\n"
-        f'<meta name="generator" content="WordPress {escape(site.wp_version)}" />\n'
-        f'<link rel="https://api.w.org/" href="{home}wp-json/" />\n'
-        f'<link rel="alternate" type="application/rss+xml" title="{name} &raquo; Feed" href="{home}feed/" />\n'
-        "</head>\n"
-        '<body class="home blog wp-embed-responsive">\n<div class="wp-site-blocks">\n'
-        f'<header class="wp-block-template-part"><p class="wp-block-site-title"><a href="{home}" rel="home">'
-        f"{name}</a></p></header>\n<main>{posts}</main>\n"
-        '<footer class="wp-block-template-part"><p>Proudly powered by '
-        '<a href="https://wordpress.org" rel="nofollow">WordPress</a></p></footer>\n'
-        "</div>\n</body>\n</html>\n"
-    )
 
 
 def critical_error_page() -> str:
@@ -108,7 +88,58 @@ async def site_page(request: Request) -> Response:
         return HTMLResponse(_UNAVAILABLE, 503, headers={"Retry-After": "300"})
     if status == "broken":
         return HTMLResponse(critical_error_page(), 200)
-    return HTMLResponse(front_page(site), 200, headers={"Link": f'<{site.url.rstrip("/")}/wp-json/>; rel="https://api.w.org/"'})
+    return site_resource(request, site)
+
+
+_SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+_SITEMAPS = {"wp-sitemap-posts-page-1.xml": "page", "wp-sitemap-posts-post-1.xml": "post"}
+_NOT_FOUND = ("<!DOCTYPE html>\n<html><head><title>Page not found</title></head><body><h1>Nothing here</h1></body>"
+              "</html>\n")
+
+
+def _xml(body: str) -> Response:
+    return Response('<?xml version="1.0" encoding="UTF-8"?>\n' + body, 200, media_type="application/xml")
+
+
+def sitemap_index(base: str) -> str:
+    entries = "".join(f"<sitemap><loc>{escape(base + name)}</loc></sitemap>" for name in _SITEMAPS)
+    return f'<sitemapindex xmlns="{_SITEMAP_NS}">{entries}</sitemapindex>\n'
+
+
+def sitemap(site: Site, base: str, post_type: str) -> str:
+    """Core's sitemap of one post type: the home page and the site's own pages lead the page sitemap."""
+    urls = [base, *(base + path for path in page_paths(site))] if post_type == "page" else []
+    urls += [f"{base}?p={post.id}" for post in published(site, post_type)]
+    entries = "".join(f"<url><loc>{escape(url)}</loc></url>" for url in urls)
+    return f'<urlset xmlns="{_SITEMAP_NS}">{entries}</urlset>\n'
+
+
+def site_resource(request: Request, site: Site) -> Response:
+    """What a healthy (up) site answers for one path: a page, its stylesheet or a sitemap."""
+    root = f"{PREFIX}/{request.path_params['domain']}/"
+    base = f"{str(request.base_url).rstrip('/')}{root}"
+    path = request.path_params.get("path", "")
+    fault = visual_break(site)
+    if path == "sitemap.xml":
+        return RedirectResponse(base + "wp-sitemap.xml", 301)
+    if path == "wp-sitemap.xml":
+        return _xml(sitemap_index(base))
+    if path in _SITEMAPS:
+        return _xml(sitemap(site, base, _SITEMAPS[path]))
+    if path.startswith("wp-content/"):
+        if path == stylesheet_path(site).split("?")[0] and (fault is None or fault[0] != "css"):
+            return Response(stylesheet(site), 200, media_type="text/css")
+        return HTMLResponse(_NOT_FOUND, 404)
+    post_id = request.query_params.get("p", "")
+    post = next((p for p in site.posts if str(p.id) == post_id and p.status == "publish"), None)
+    if not hasattr(request.app.state, "site_page_views"):  # views per page, for the banner rotation
+        request.app.state.site_page_views = Counter()
+    views: Counter[tuple[int, str, str]] = request.app.state.site_page_views
+    views[site.id, path, post_id] += 1
+    html = page_html(site, root, path if path in page_paths(site) else "", post,
+                     blank=fault is not None and fault[0] == "blank", view=views[site.id, path, post_id],
+                     notice=fault is not None and fault[0] == "notice")
+    return HTMLResponse(html, 200, headers={"Link": f'<{site.url.rstrip("/")}/wp-json/>; rel="https://api.w.org/"'})
 
 
 def site_page_routes() -> list[Route]:

@@ -1,8 +1,10 @@
 """The child sites' own pages at `/__sites__/{domain}/`: healthy, offline, broken by an update (and fixed
-again), the fault profiles' breaking rates, the credentials' template, and one page over a real socket."""
+again), the fault profiles' breaking rates, the credentials' template, and one page over a real socket; the
+pages, stylesheet and sitemaps a browser screenshots, and the releases that break them visually."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -13,6 +15,7 @@ from emulator.config import EmulatorConfig
 from emulator.faults import PROFILES
 from emulator.records import Site
 from emulator.site_pages import CRITICAL_ERROR
+from emulator.site_theme import is_shop, moving_content
 from emulator.testing import EmulatorServer
 from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
 from tests.emulator.test_faults import within
@@ -195,3 +198,114 @@ async def test_site_pages_over_a_real_socket() -> None:
     assert healthy.status_code == 200 and f"<title>{site.name}</title>" in healthy.text
     assert broken.status_code == 200 and CRITICAL_ERROR in broken.text
     assert down.status_code == 503
+
+
+# ---- the pages a browser screenshots, and releases that break them visually --------------------------------
+
+
+async def test_a_site_serves_its_pages_stylesheet_and_sitemaps(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    site.posts[0].title = "Cakes <b>& more</b>"
+    board.emulator.state.save_site(site)
+    home = await web.get(page_url(board, site))
+    stylesheet_href = re.search(r'rel="stylesheet" id="theme-style-css" href="([^"]+)"', home.text).group(1)
+    stylesheet = await web.get(stylesheet_href)
+    about, contact, shop = [await web.get(page_url(board, site, p)) for p in ("about/", "contact/", "shop/")]
+    post = await web.get(page_url(board, site, f"?p={site.posts[0].id}"))
+    index = await web.get(page_url(board, site, "wp-sitemap.xml"))
+    redirect = await web.get(page_url(board, site, "sitemap.xml"))
+    locations = re.findall(r"<loc>([^<]+)</loc>", index.text)
+    pages_map = await web.get(locations[0].removeprefix(ROOT_URL))
+    posts_map = await web.get(locations[1].removeprefix(ROOT_URL))
+    theme = next(t for t in site.themes.values() if t.active)
+    assert stylesheet_href.startswith(page_url(board, site)) and f"/themes/{theme.slug}/style.css" in stylesheet_href
+    assert stylesheet.status_code == 200 and stylesheet.headers["content-type"].startswith("text/css")
+    assert "body{" in stylesheet.text
+    assert about.status_code == contact.status_code == 200 and "<title>About us &#8211;" in about.text
+    shops = [s for s in board.emulator.state.sites.values() if is_shop(s)]
+    shop_home = await web.get(page_url(board, shops[0]))
+    assert f'href="{page_url(board, shops[0], "shop/")}"' in shop_home.text
+    assert ("shop/" in home.text) == is_shop(site) and shop.status_code == 200  # elsewhere, the front page
+    assert "Cakes &lt;b&gt;&amp; more&lt;/b&gt;" in post.text and "<b>&" not in post.text
+    assert index.headers["content-type"].startswith("application/xml") and "<sitemapindex" in index.text
+    assert redirect.status_code == 301 and redirect.headers["location"].endswith("/wp-sitemap.xml")
+    assert [re.sub(r".*/__sites__/[^/]+/", "", loc) for loc in re.findall(r"<loc>([^<]+)</loc>", pages_map.text)][
+        :3] == ["", "about/", "contact/"]
+    assert f"?p={site.posts[0].id}</loc>" in posts_map.text and "&lt;" not in posts_map.text
+
+
+async def test_the_ground_truth_breaks_a_page_visually_while_it_answers_200(board: Dashboard, web) -> None:
+    site, _ = healthy_site_with_plugin_update(board)
+    healthy = await web.get(page_url(board, site))
+    stylesheet_href = re.search(r'id="theme-style-css" href="([^"]+)"', healthy.text).group(1)
+    refused = await web.post("/__emulator__/faults/visual", json={"site_id": site.id, "mode": "css"})
+    bad = await web.post("/__emulator__/faults/visual", headers=admin(board), json={"site_id": site.id, "mode": "x"})
+    css = await web.post("/__emulator__/faults/visual", headers=admin(board), json={"site_id": site.id, "mode": "css"})
+    css_page, css_sheet = await web.get(page_url(board, site)), await web.get(stylesheet_href)
+    await web.post("/__emulator__/faults/visual", headers=admin(board), json={"site_id": site.id, "mode": "blank"})
+    blank_page, blank_sheet = await web.get(page_url(board, site)), await web.get(stylesheet_href)
+    truth = (await web.get("/__emulator__/state", params={"site_ids": site.id}, headers=admin(board))).json()
+    lifted = await web.post("/__emulator__/faults/visual", headers=admin(board),
+                            json={"site_id": site.id, "mode": None})
+    back = await web.get(stylesheet_href)
+    assert refused.status_code == 403 and bad.status_code == 400 and "mode" in bad.json()["message"]
+    assert css.json()["visual"]["break"] == "css"
+    assert css_page.status_code == 200 and stylesheet_href in css_page.text and css_sheet.status_code == 404
+    assert blank_page.status_code == 200 and blank_sheet.status_code == 200 and "<main></main>" in blank_page.text
+    assert '<section class="hero">' in healthy.text and '<section class="hero">' not in blank_page.text
+    assert truth["sites"][str(site.id)]["visual"] == {
+        "break": "blank", "by": "ground-truth", "marked": {"ground-truth": {"mode": "blank", "version": ""}}}
+    assert truth["sites"][str(site.id)]["front_end"]["status"] == "up"  # a visual break is not a fatal error
+    assert lifted.json()["visual"]["break"] is None and back.status_code == 200
+
+
+async def test_a_marked_release_breaks_the_page_once_installed_until_the_next_release(board: Dashboard, web) -> None:
+    site, slug = healthy_site_with_plugin_update(board)
+    offered = site.plugins[slug].offer
+    marked = await web.post("/__emulator__/faults/visual", headers=admin(board),
+                            json={"site_id": site.id, "type": "plugin", "slug": slug, "mode": "blank"})
+    before = await web.get(page_url(board, site))
+    async with board.client() as client:
+        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+    broken = await web.get(page_url(board, site))
+    nothing_to_mark = await web.post("/__emulator__/faults/visual", headers=admin(board),
+                                     json={"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
+    await web.post("/__emulator__/offers", headers=admin(board),
+                   json={"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.1"})
+    async with board.client() as client:
+        await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
+        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+    fixed = await web.get(page_url(board, site))
+    assert marked.json()["visual"] == {"break": None, "by": None,
+                                       "marked": {f"plugin:{slug}": {"mode": "blank", "version": offered}}}
+    assert before.status_code == 200 and '<section class="hero">' in before.text
+    assert broken.status_code == 200 and "<main></main>" in broken.text and CRITICAL_ERROR not in broken.text
+    assert nothing_to_mark.status_code == 409
+    assert '<section class="hero">' in fixed.text
+
+
+async def test_the_carousel_shows_another_first_slide_on_each_view(board: Dashboard, web) -> None:
+    site = next(s for s in board.emulator.state.sites.values() if moving_content(s) == "carousel" and s.reachable)
+    firsts = [re.search(r'class="slide active"[^>]*>([^<]+)<', (await web.get(page_url(board, site))).text).group(1)
+              for _ in range(3)]
+    assert len(set(firsts)) == 3
+
+
+@pytest.mark.parametrize("name", ["realistic", "hostile"])
+async def test_profiles_mark_visual_breaks_at_their_rate_and_lift_them_on_switch(name: str) -> None:
+    config = EmulatorConfig(namespace="svc", sites=1000, seed=2, time_scale=1e-6, faults=name)
+
+    async def marks() -> tuple[set[tuple[int, str, str]], int, Dashboard]:
+        async with dashboard(config, lifespan=False) as b:
+            state = b.emulator.state
+            pending = sum(1 for s in state.sites.values() for u in state.pending_updates(s, respect_ignores=False)
+                          if u.type != "translation")
+            marked = {(s.id, key, mode) for s in state.sites.values() for key, (mode, _) in s.visual_faults.items()}
+            assert b.emulator.faults.counts["items_breaking_visually"] == len(marked)
+            b.emulator.faults.switch(PROFILES["none"])
+            assert not any(s.visual_faults for s in state.sites.values())
+            return marked, pending, b
+
+    (first, pending, _), (again, _, _) = await marks(), await marks()
+    assert within(len(first), pending, PROFILES[name].visual_break_rate)
+    assert first == again and {mode for _, _, mode in first} == {"css", "blank"}

@@ -1,0 +1,120 @@
+"""The visual diff: how much of a page changed after an update, leaving out what changes by itself.
+
+Two baseline shots taken a few seconds apart show the pixels that move on their own (a carousel, a clock, an
+ad); those pixels, widened to the blocks of the grid they fall in and one block around, are the noise mask.
+The score is the share of pixels outside the mask that differ between the first baseline and the shot after
+the update. Pages of different heights are compared on the taller one's area: rows that exist in one shot
+only count as changed. The bands: below `pass` healthy, from `pass` to `fail` review, above `fail` broken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+CHANNEL_TOLERANCE = 24  # of 255: anti-aliasing and colour rounding between two renders are not a change
+MASK_BLOCK = 16  # pixels: the grid the noise mask is widened to
+MASK_SPREAD = 1  # blocks around each noisy block
+
+
+class Band(StrEnum):
+    healthy = "healthy"
+    review = "review"
+    broken = "broken"
+
+
+@dataclass(frozen=True, slots=True)
+class VisualDiff:
+    score: float  # share of changed pixels outside the noise mask
+    band: Band
+    changed_pixels: int
+    compared_pixels: int  # pixels outside the mask
+    masked_pixels: int
+    size_before: tuple[int, int]  # (width, height)
+    size_after: tuple[int, int]
+    diff_path: Path | None = None
+
+
+def load_rgb(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def _padded(image: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The image on a (height, width) canvas, and where on it the image has pixels."""
+    canvas = np.zeros((height, width, 3), dtype=np.uint8)
+    present = np.zeros((height, width), dtype=bool)
+    canvas[: image.shape[0], : image.shape[1]] = image
+    present[: image.shape[0], : image.shape[1]] = True
+    return canvas, present
+
+
+def changed_pixels(first: np.ndarray, second: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Boolean (height, width): pixels that differ beyond the tolerance, or exist in one image only."""
+    a, in_a = _padded(first, height, width)
+    b, in_b = _padded(second, height, width)
+    differs = (np.abs(a.astype(np.int16) - b.astype(np.int16)) > CHANNEL_TOLERANCE).any(axis=2)
+    return (differs & in_a & in_b) | (in_a != in_b)
+
+
+def widen_to_blocks(pixels: np.ndarray, block: int = MASK_BLOCK, spread: int = MASK_SPREAD) -> np.ndarray:
+    """Every block of the grid holding a marked pixel, and `spread` blocks around it, marked whole."""
+    height, width = pixels.shape
+    rows, cols = -(-height // block), -(-width // block)
+    grid = np.zeros((rows * block, cols * block), dtype=bool)
+    grid[:height, :width] = pixels
+    blocks = grid.reshape(rows, block, cols, block).any(axis=(1, 3))
+    padded = np.pad(blocks, spread)
+    widened = np.zeros_like(blocks)
+    for dy in range(2 * spread + 1):
+        for dx in range(2 * spread + 1):
+            widened |= padded[dy : dy + rows, dx : dx + cols]
+    return np.repeat(np.repeat(widened, block, axis=0), block, axis=1)[:height, :width]
+
+
+def band_of(score: float, pass_threshold: float, fail_threshold: float) -> Band:
+    if score < pass_threshold:
+        return Band.healthy
+    return Band.review if score <= fail_threshold else Band.broken
+
+
+def diff_image(after: np.ndarray, changed: np.ndarray, mask: np.ndarray) -> Image.Image:
+    """The shot after the update, faded: changes in red, the noise mask tinted blue."""
+    height, width = changed.shape
+    canvas, _ = _padded(after, height, width)
+    grey = canvas.mean(axis=2, keepdims=True)
+    faded = (grey * 0.35 + 255 * 0.65).repeat(3, axis=2)
+    faded[mask] = faded[mask] * 0.7 + np.array([120, 170, 255]) * 0.3
+    faded[changed & ~mask] = (230, 20, 20)
+    return Image.fromarray(faded.astype(np.uint8), "RGB")
+
+
+def compare(baseline: Path, second_baseline: Path, after: Path, pass_threshold: float, fail_threshold: float,
+            diff_path: Path | None = None) -> VisualDiff:
+    """Score the shot `after` against `baseline`, masking what differs between the two baselines; write the
+    diff image to `diff_path` when given."""
+    first, second, later = load_rgb(baseline), load_rgb(second_baseline), load_rgb(after)
+    height = max(first.shape[0], second.shape[0], later.shape[0])
+    width = max(first.shape[1], second.shape[1], later.shape[1])
+    mask = widen_to_blocks(changed_pixels(first, second, height, width))
+    changed = changed_pixels(first, later, height, width)
+    compared = int((~mask).sum())
+    changed_outside = int((changed & ~mask).sum())
+    score = changed_outside / compared if compared else 1.0  # all of it moves by itself: nothing to trust
+    if diff_path is not None:
+        diff_path.parent.mkdir(parents=True, exist_ok=True)
+        diff_image(later, changed, mask).save(diff_path, optimize=True)
+    return VisualDiff(
+        score=score,
+        band=band_of(score, pass_threshold, fail_threshold),
+        changed_pixels=changed_outside,
+        compared_pixels=compared,
+        masked_pixels=int(mask.sum()),
+        size_before=(first.shape[1], first.shape[0]),
+        size_after=(later.shape[1], later.shape[0]),
+        diff_path=diff_path,
+    )

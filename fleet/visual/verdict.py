@@ -1,0 +1,73 @@
+"""A page's verdict after an update: its band from the visual diff, and the console errors and failed same-origin
+requests that the shot after the update shows and the baselines did not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleet.visual.capture import Shot
+from fleet.visual.diff import Band, compare
+from fleet.visual.policy import Viewport, VisualPolicy
+
+_BAND_ORDER = (Band.healthy, Band.review, Band.broken)
+
+
+@dataclass(slots=True)
+class PageVerdict:
+    site: str
+    page: str
+    viewport: Viewport
+    url: str
+    band: Band | None  # None: no baseline to compare with (the error says why)
+    score: float | None = None
+    before: Path | None = None
+    after: Path | None = None
+    diff: Path | None = None
+    new_console_errors: list[str] = field(default_factory=list)
+    new_failed_requests: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def _new(after: list[str], *before: list[str]) -> list[str]:
+    seen = {line for lines in before for line in lines}
+    return [line for line in dict.fromkeys(after) if line not in seen]
+
+
+def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy) -> PageVerdict:
+    """One page at one viewport. A page that shot fine before and not after is broken; one without two
+    baselines cannot be judged."""
+    verdict = PageVerdict(first.site, first.page, first.viewport, first.url, None, before=first.path,
+                          after=after.path,
+                          new_console_errors=_new(after.console_errors, first.console_errors, second.console_errors),
+                          new_failed_requests=_new(after.failed_requests, first.failed_requests,
+                                                   second.failed_requests))
+    if first.path is None or second.path is None:
+        verdict.error = f"no baseline: {first.error or second.error}"
+        return verdict
+    if after.path is None:
+        verdict.band, verdict.error = Band.broken, f"no screenshot after the update: {after.error}"
+        return verdict
+    diff_path = after.path.with_name(after.path.name.replace(".png", ".diff.png"))
+    result = compare(first.path, second.path, after.path, policy.pass_threshold, policy.fail_threshold, diff_path)
+    verdict.band, verdict.score, verdict.diff = result.band, result.score, diff_path
+    return verdict
+
+
+def judge_pages(first: list[Shot], second: list[Shot], after: list[Shot], policy: VisualPolicy) -> list[PageVerdict]:
+    """Match the three sets of shots by (site, page, viewport) and judge each page found in the first."""
+    def key(shot: Shot) -> tuple[str, str, Viewport]:
+        return shot.site, shot.page, shot.viewport
+
+    seconds, afters = {key(s): s for s in second}, {key(s): s for s in after}
+    verdicts = []
+    for shot in first:
+        missing = Shot(shot.site, shot.page, shot.viewport, shot.url, error="not shot")
+        verdicts.append(judge_page(shot, seconds.get(key(shot), missing), afters.get(key(shot), missing), policy))
+    return verdicts
+
+
+def worst_band(verdicts: list[PageVerdict]) -> Band | None:
+    """A site's band: its worst page's (None when no page could be judged)."""
+    bands = [v.band for v in verdicts if v.band is not None]
+    return max(bands, key=_BAND_ORDER.index) if bands else None

@@ -1,0 +1,124 @@
+"""Screenshots in the system Chromium of the emulator's real pages over a socket: an unchanged page with a
+carousel is no false alarm, each visual break the emulator injects scores above `fail` and shows its failed
+requests, a release's notice bar lands in review; and the pages a site is checked on come from its sitemap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from emulator.records import Site
+from emulator.site_theme import moving_content
+from emulator.testing import EmulatorServer
+from fleet.visual.capture import PageCapture
+from fleet.visual.diff import Band, compare
+from fleet.visual.pages import PageTarget, pages_to_check
+from fleet.visual.policy import Viewport, VisualPolicy
+from fleet.visual.verdict import judge_pages, worst_band
+
+POLICY = VisualPolicy(sitemap_pages=1)
+BOTH = [Viewport.desktop, Viewport.mobile]
+
+
+def home_of(server: EmulatorServer, site: Site) -> str:
+    return server.credentials["site_url_template"].format(host=site.domain)
+
+
+def site_with(server: EmulatorServer, moving: str, taken: set[int]) -> Site:
+    site = next(s for s in server.emulator.state.sites.values()
+                if s.reachable and not s.broken_by and moving_content(s) == moving and s.id not in taken)
+    taken.add(site.id)
+    return site
+
+
+@pytest.fixture(scope="module")
+def taken() -> set[int]:
+    return set()
+
+
+@pytest.fixture
+def restored(site_server: EmulatorServer) -> Iterator[None]:
+    """Lift direct visual breaks after a test."""
+    yield
+    for site in site_server.emulator.state.sites.values():
+        if site.visual_faults:
+            site.visual_faults.clear()
+            site_server.emulator.state.save_site(site)
+
+
+async def break_visually(server: EmulatorServer, site: Site, mode: str | None) -> None:
+    token = server.emulator.config.admin_token.get_secret_value()
+    async with httpx.AsyncClient(base_url=server.root_url) as web:
+        answer = await web.post("/__emulator__/faults/visual", headers={"X-Emulator-Token": token},
+                                json={"site_id": site.id, "mode": mode})
+    assert answer.status_code == 200
+
+
+async def baselines(capture: PageCapture, site: Site, pages: list[PageTarget], viewports: list[Viewport]):
+    first = await capture.shoot(site.domain, pages, viewports, "before")
+    await asyncio.sleep(1)
+    return first, await capture.shoot(site.domain, pages, viewports, "before-2")
+
+
+async def test_an_unchanged_page_with_a_carousel_is_no_false_alarm(site_server, capture, taken) -> None:
+    site = site_with(site_server, "carousel", taken)
+    home = [PageTarget("home", home_of(site_server, site))]
+    first, second = await baselines(capture, site, home, BOTH)
+    after = await capture.shoot(site.domain, home, BOTH, "after")
+    verdicts = judge_pages(first, second, after, POLICY)
+    unmasked = [compare(f.path, f.path, a.path, POLICY.pass_threshold, POLICY.fail_threshold)
+                for f, a in zip(first, after, strict=True)]
+    assert [v.band for v in verdicts] == [Band.healthy, Band.healthy]
+    assert all(v.score is not None and v.score < POLICY.pass_threshold for v in verdicts)
+    assert all(u.masked_pixels == 0 and u.band is not Band.healthy for u in unmasked)  # the slide did move
+    assert all(v.diff is not None and v.diff.is_file() for v in verdicts)
+    assert not any(v.new_console_errors or v.new_failed_requests for v in verdicts)
+
+
+@pytest.mark.parametrize("mode", ["css", "blank"])
+async def test_each_visual_break_scores_above_fail(site_server, capture, taken, restored, mode: str) -> None:
+    site = site_with(site_server, "clock", taken)
+    pages = [PageTarget("home", home_of(site_server, site)), PageTarget("about", home_of(site_server, site) + "about/")]
+    first, second = await baselines(capture, site, pages, BOTH)
+    await break_visually(site_server, site, mode)
+    after = await capture.shoot(site.domain, pages, BOTH, f"after-{mode}")
+    verdicts = judge_pages(first, second, after, POLICY)
+    assert all(shot.status == 200 for shot in after)  # broken while answering 200
+    assert [v.band for v in verdicts] == [Band.broken] * 4 and worst_band(verdicts) is Band.broken
+    assert all(v.score is not None and v.score > POLICY.fail_threshold for v in verdicts)
+    stylesheet_404 = [any(r.startswith("404 ") and "style.css" in r for r in v.new_failed_requests) for v in verdicts]
+    assert stylesheet_404 == [mode == "css"] * 4
+    assert all(bool(v.new_console_errors) == (mode == "css") for v in verdicts)
+
+
+async def test_a_release_that_adds_a_notice_bar_lands_in_review(site_server, capture, taken, restored) -> None:
+    site = site_with(site_server, "carousel", taken)
+    pages = [PageTarget("home", home_of(site_server, site)), PageTarget("about", home_of(site_server, site) + "about/")]
+    first, second = await baselines(capture, site, pages, BOTH)
+    await break_visually(site_server, site, "notice")
+    after = await capture.shoot(site.domain, pages, BOTH, "after-notice")
+    verdicts = judge_pages(first, second, after, POLICY)
+    assert [v.band for v in verdicts] == [Band.review] * 4, [v.score for v in verdicts]
+    assert worst_band(verdicts) is Band.review
+
+
+async def test_a_site_is_checked_on_its_home_its_named_pages_and_its_sitemap(site_server, taken) -> None:
+    site = site_with(site_server, "", taken)
+    home = home_of(site_server, site)
+    policy = VisualPolicy(pages=["/contact/"], sitemap_pages=3)
+    async with httpx.AsyncClient() as http:
+        pages = await pages_to_check(http, home, policy)
+        none_from_sitemap = await pages_to_check(http, home, VisualPolicy(sitemap_pages=0))
+    assert [p.name for p in pages] == ["home", "contact", "about", "p-2", "p-1"]  # contact once, pages before posts
+    assert [p.url for p in pages][:2] == [home, home + "contact/"]
+    assert [p.name for p in none_from_sitemap] == ["home"]
+
+
+async def test_a_page_that_cannot_be_shot_says_why(capture: PageCapture, run_dir: Path) -> None:
+    [shot] = await capture.shoot("nowhere", [PageTarget("home", "http://127.0.0.1:9/")], [Viewport.mobile], "x")
+    assert shot.path is None and shot.error and "127.0.0.1:9" in shot.error
+    assert not (run_dir / "nowhere").exists()
