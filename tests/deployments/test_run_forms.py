@@ -106,8 +106,8 @@ def prefect_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectUI]:
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"prefect server start did not answer: {(home / 'server.log').read_text()[-2000:]}")
             time.sleep(0.5)
-        registered = subprocess.run([sys.executable, "-c", REGISTER], cwd=ROOT, env=env | {"PREFECT_API_URL": f"{url}/api"},
-                                    capture_output=True, text=True, timeout=300)
+        registered = subprocess.run([sys.executable, "-c", REGISTER], cwd=ROOT, capture_output=True, text=True,
+                                    env=env | {"PREFECT_API_URL": f"{url}/api"}, timeout=300)
         line = next((line for line in registered.stdout.splitlines() if line.startswith("REGISTERED ")), None)
         assert line, f"registering the deployments failed:\n{registered.stdout[-2000:]}\n{registered.stderr[-3000:]}"
         answer = json.loads(line.removeprefix("REGISTERED "))
