@@ -20,6 +20,7 @@ from fleet.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report
+from flows.sync import sync_fleet
 from flows.update import update_fleet
 from tasks.limits import ensure_concurrency_limit
 
@@ -51,7 +52,7 @@ class ScheduleSettings(BaseSettings):
 
 
 async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment]:
-    """The nightly deployment on its schedule plus the three manual triggers."""
+    """The nightly deployment on its schedule plus the four manual triggers."""
     return [
         await nightly_maintenance.ato_deployment(
             name="nightly",
@@ -64,6 +65,12 @@ async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment
             name="update_fleet",
             concurrency_limit=ONE_AT_A_TIME,
             description="Apply the policy's updates to selected sites now (manual trigger).",
+            tags=TAGS,
+        ),
+        await sync_fleet.ato_deployment(
+            name="sync_fleet",
+            concurrency_limit=ONE_AT_A_TIME,
+            description="Sync selected sites with the dashboard now, nothing else (manual trigger).",
             tags=TAGS,
         ),
         await check_fleet.ato_deployment(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
-from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from fleet.plan import SiteStatus
@@ -18,7 +17,7 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+    dashboard: DashboardConnection | None = None,
 ) -> list[Site]:
     """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
     shown in a table artifact).

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 from prefect_email import EmailServerCredentials
-from pydantic.json_schema import SkipJsonSchema
 
 from fleet.estate import DashboardNight, Estate
 from fleet.summary import Selection
@@ -38,7 +37,7 @@ async def maintain_dashboards(
     policy_file: str = "",
     report_dir: str = "",
     send_report: bool = True,
-    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+    email_block: EmailServerCredentials | None = None,
     environment: dict[str, dict[str, str]] | None = None,
     deployment: str = NIGHT_DEPLOYMENT,
     lock_wait_seconds: float = 60.0,

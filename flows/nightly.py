@@ -10,7 +10,6 @@ from datetime import datetime
 
 from prefect import flow
 from prefect_email import EmailServerCredentials
-from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from fleet.breakage import SitesBrokenByRun, broken_message
@@ -25,12 +24,12 @@ async def nightly_maintenance(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    # The block classes with None left out of the form's schema: the Prefect UI renders a picker of the saved
-    # blocks (a plain `| None` renders as a type toggle); none chosen means the FLEET_* environment.
-    dashboard: DashboardConnection | SkipJsonSchema[None] = None,
+    # `X | None`: the Prefect UI offers "None" (the default, accepted by its validation) beside the block's
+    # picker of saved blocks and the date picker; None means the FLEET_* environment, or now.
+    dashboard: DashboardConnection | None = None,
     send_report: bool = True,
-    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,
-    at: datetime | SkipJsonSchema[None] = None,
+    email_block: EmailServerCredentials | None = None,
+    at: datetime | None = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 

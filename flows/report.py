@@ -6,7 +6,6 @@ from pathlib import Path
 
 from prefect import flow
 from prefect_email import EmailServerCredentials
-from pydantic.json_schema import SkipJsonSchema
 
 from reporting.run_report import ReportResult
 from reporting.settings import MailSettings
@@ -21,7 +20,7 @@ def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
 async def report(
     run_dir: str,
     send: bool = False,
-    email_block: EmailServerCredentials | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+    email_block: EmailServerCredentials | None = None,
 ) -> ReportResult:
     """Render the operator's and the clients' reports; with `send`, deliver them and record each recipient.
 

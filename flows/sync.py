@@ -7,7 +7,6 @@ from typing import TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.utilities.annotations import quote
-from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
@@ -73,7 +72,7 @@ async def sync_selected(
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
+    dashboard: DashboardConnection | None = None,
 ) -> dict[str, int]:
     """Sync the selected sites now; returns how many sites ended in each status.
 

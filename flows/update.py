@@ -17,7 +17,6 @@ from uuid import uuid4
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
-from pydantic.json_schema import SkipJsonSchema
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
@@ -377,8 +376,8 @@ async def update_fleet(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    dashboard: DashboardConnection | SkipJsonSchema[None] = None,  # a picker: see flows/nightly.py
-    at: datetime | SkipJsonSchema[None] = None,
+    dashboard: DashboardConnection | None = None,
+    at: datetime | None = None,
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 

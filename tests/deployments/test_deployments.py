@@ -22,8 +22,8 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 TRUTH_TYPE = {UpdateType.core: "wp"}
 TRUTH_KEY = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
 
-FLOWS = {"nightly": "nightly-maintenance", "update_fleet": "update-fleet", "check_fleet": "check-fleet",
-         "report": "report"}
+FLOWS = {"nightly": "nightly-maintenance", "update_fleet": "update-fleet", "sync_fleet": "sync-fleet",
+         "check_fleet": "check-fleet", "report": "report"}
 
 
 def test_schedule_settings_reject_bad_zone_and_cron() -> None:

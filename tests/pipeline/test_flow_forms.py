@@ -37,10 +37,14 @@ def test_paths_are_plain_strings_and_blocks_are_pickers_of_saved_blocks(flow):
             assert "anyOf" not in properties[name]
     pickers = {"dashboard": "dashboard-connection", "email_block": "email-server-credentials"}
     for name, slug in pickers.items():
-        if name in properties:
-            assert "anyOf" not in properties[name]  # no "Property is type None" toggle
-            ref = properties[name]["$ref"].rsplit("/", 1)[1]
+        if name in properties:  # the block's picker, or None (the default): the UI's validation accepts both
+            options = properties[name]["anyOf"]
+            assert {"type": "null"} in options and properties[name]["default"] is None
+            ref = next(option["$ref"] for option in options if "$ref" in option).rsplit("/", 1)[1]
             assert definitions[ref]["block_type_slug"] == slug
+    if "at" in properties:  # the date picker, or None (now)
+        assert {"type": "null"} in properties["at"]["anyOf"]
+        assert {"type": "string", "format": "date-time"} in properties["at"]["anyOf"]
 
 
 @pytest.mark.usefixtures("prefect_harness")

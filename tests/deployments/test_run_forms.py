@@ -1,0 +1,202 @@
+"""Every deployment's "Custom run" form in the Prefect UI, submitted in a real browser as a person would.
+
+The UI checks each value against the deployment's parameter schema before it sends anything ("Validate
+parameters", on by default): a schema that leaves `null` out while the default is `None` blocks the form as it
+opens. So this drives the UI itself (Playwright and the system Chromium) against `prefect server start` with the
+deployments registered, and reads the created flow runs back through Prefect's API. Skipped, saying why, where no
+Chromium is installed (`apt-get install chromium`; CI installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DEPLOYMENTS = ["nightly-maintenance/nightly", "update-fleet/update_fleet", "sync-fleet/sync_fleet",
+               "check-fleet/check_fleet", "report/report", "nightly-maintenance/dashboard-night",
+               "maintain-dashboards/maintain-dashboards"]
+REQUIRED = {"report/report": {"run_dir": "reports/20261124-020000-abcdef12"}}  # the only field without a default
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium): the Prefect UI's run forms "
+    "are not submitted in a browser here")
+
+REGISTER = """
+import asyncio, json
+from pathlib import Path
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from dashboard.block import DashboardConnection
+from deployments.serve import ScheduleSettings, build_deployments
+from deployments.work_pool import deploy_to_pool
+
+async def main():
+    ids = {}
+    for deployment in await build_deployments(ScheduleSettings()):
+        ids[f"{deployment.flow_name}/{deployment.name}"] = str(await deployment.aapply())
+    async with get_client() as client:
+        await client.create_work_pool(WorkPoolCreate(name="forms", type="process"), overwrite=True)
+        for deployment_id in await deploy_to_pool(Path.cwd(), "forms"):
+            deployment = await client.read_deployment(deployment_id)
+            flow = await client.read_flow(deployment.flow_id)
+            ids[f"{flow.name}/{deployment.name}"] = str(deployment_id)
+    block = await DashboardConnection(base_url="https://dash.example.com/wp-json", namespace="mainwp",
+                                      api_key="secret==key").asave("production", overwrite=True)
+    print("REGISTERED " + json.dumps({"deployments": ids, "block": str(block)}))
+
+asyncio.run(main())
+"""
+
+
+@dataclass(frozen=True)
+class PrefectUI:
+    url: str
+    deployments: dict[str, str]  # "flow/deployment" -> id
+    block_id: str
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        answer = httpx.request(method, f"{self.url}/api{path}", timeout=30, **kwargs)
+        answer.raise_for_status()
+        return answer.json()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prefect_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectUI]:
+    """`prefect server start` on a free port with a home of its own, the deployments and one saved block."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    home = tmp_path_factory.mktemp("prefect-ui")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(home), "PREFECT_UI_API_URL": f"{url}/api", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+                               "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"prefect server start did not answer: {(home / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        registered = subprocess.run([sys.executable, "-c", REGISTER], cwd=ROOT, capture_output=True, text=True,
+                                    env=env | {"PREFECT_API_URL": f"{url}/api"}, timeout=300)
+        line = next((line for line in registered.stdout.splitlines() if line.startswith("REGISTERED ")), None)
+        assert line, f"registering the deployments failed:\n{registered.stdout[-2000:]}\n{registered.stderr[-3000:]}"
+        answer = json.loads(line.removeprefix("REGISTERED "))
+        yield PrefectUI(url, answer["deployments"], answer["block"])
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Any]:
+    playwright_api = pytest.importorskip("playwright.async_api")
+    async with playwright_api.async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        await chromium.close()
+
+
+async def open_run_form(browser: Any, prefect_ui: PrefectUI, deployment: str) -> Any:
+    page = await browser.new_page(viewport={"width": 1400, "height": 2000})
+    await page.goto(f"{prefect_ui.url}/deployments/deployment/{prefect_ui.deployments[deployment]}/run")
+    await page.get_by_role("button", name="Submit").wait_for(timeout=30_000)
+    return page
+
+
+async def submit(page: Any, deployment: str) -> None:
+    """Submit the form; a form the UI refuses stays on its page with its fields' errors, which are named."""
+    await page.get_by_role("button", name="Submit").click()
+    try:
+        await page.wait_for_url(lambda url: not url.rstrip("/").endswith("/run"), timeout=20_000)
+    except Exception:
+        text = await page.locator("form").inner_text()
+        problems = [line for line in text.splitlines() if "valid" in line or "not of type" in line]
+        pytest.fail(f"the {deployment} form was not submitted as it opened: {problems or text[-1500:]}")
+
+
+def runs_of(prefect_ui: PrefectUI, deployment: str) -> list[dict[str, Any]]:
+    """The deployment's flow runs, the newest first."""
+    runs = prefect_ui.api("POST", "/flow_runs/filter", json={
+        "deployments": {"id": {"any_": [prefect_ui.deployments[deployment]]}}})
+    return sorted(runs, key=lambda run: run["created"], reverse=True)
+
+
+async def submit_and_read(page: Any, prefect_ui: PrefectUI, deployment: str) -> dict[str, Any]:
+    """The flow run the form's submission created."""
+    before = len(runs_of(prefect_ui, deployment))
+    await submit(page, deployment)
+    await page.close()
+    runs = runs_of(prefect_ui, deployment)
+    assert len(runs) == before + 1, f"{deployment}: the form was submitted but no flow run was created"
+    return runs[0]
+
+
+@pytest.mark.parametrize("deployment", DEPLOYMENTS)
+async def test_each_custom_run_form_submits_as_it_opens(prefect_ui: PrefectUI, browser: Any, deployment: str) -> None:
+    page = await open_run_form(browser, prefect_ui, deployment)
+    required = REQUIRED.get(deployment, {})
+    for name, value in required.items():
+        field = page.locator(".schema-form-property").filter(has_text=name).first
+        await field.locator("input, textarea").first.fill(value)
+    run = await submit_and_read(page, prefect_ui, deployment)
+    schema = prefect_ui.api("GET", f"/deployments/{prefect_ui.deployments[deployment]}")["parameter_openapi_schema"]
+    assert set(schema.get("required", [])) == set(required), deployment
+    defaults = {name: field["default"] for name, field in schema["properties"].items() if "default" in field}
+    assert defaults, deployment
+    sent = {name: run["parameters"].get(name) for name in defaults}
+    assert sent == defaults, f"{deployment}: the run's parameters are not the form's defaults"
+    assert {name: run["parameters"].get(name) for name in required} == required
+    assert set(run["parameters"]) <= set(schema["properties"])
+
+
+async def test_a_picked_dashboard_block_reaches_the_run(prefect_ui: PrefectUI, browser: Any) -> None:
+    deployment = "check-fleet/check_fleet"
+    page = await open_run_form(browser, prefect_ui, deployment)
+    field = page.locator(".schema-form-property").filter(has_text="dashboard (Optional)").first
+    await field.get_by_role("button", name="DashboardConnection", exact=True).click()
+    option = page.get_by_role("option", name="production", exact=True)
+    for _ in range(10):  # the saved blocks load after the picker appears: open it until they are listed
+        await field.locator(".p-select-button__control").click()
+        await page.keyboard.press("ArrowDown")
+        try:
+            await option.wait_for(timeout=2_000)
+            break
+        except Exception:
+            await page.keyboard.press("Escape")
+    await option.click()
+    run = await submit_and_read(page, prefect_ui, deployment)
+    assert run["parameters"]["dashboard"] == {"$ref": {"block_document_id": prefect_ui.block_id}}
