@@ -32,6 +32,7 @@ from reporting.model import (
     TrendRow,
     UpdatedItem,
     UpdatedSite,
+    plural,
 )
 from reporting.rows import ItemRow, PastRun, SiteRow, TrendItem
 
@@ -175,33 +176,51 @@ def _why(row: object, with_rule: bool) -> str:
     return " · ".join(part for part in parts if part)
 
 
-def not_done(frame: pd.DataFrame, limit: int, *, with_rules: bool = True) -> list[NotDoneGroup]:
-    """Every item not updated, by outcome, with why; policy rule names are for the operator only."""
+def next_step(row: object, held: dict[tuple[str, str, str], str]) -> str:
+    """What happens next to an item that was not installed, in a client's words: no error codes, no rules."""
+    hold = held.get((str(row.type), row.slug, row.to_version or ""))
+    if hold is not None:
+        return (f"Not installed. This version is held back on every site we maintain ({clean(hold, 200)}); "
+                "we will install the next release once it is out.")
+    if row.outcome == Outcome.unknown:
+        return "We could not confirm that it was installed: it is checked, and tried again if needed, next night."
+    return "Not installed: it will be tried again next night."
+
+
+CLIENT_NEXT_STEP = (Outcome.failed, Outcome.unknown, Outcome.unchanged)
+LEFT_OUT = (Outcome.ignored, Outcome.excluded)  # the operator's business: a client reads one sentence of them
+
+
+def not_done(frame: pd.DataFrame, limit: int, *, client: bool = False,
+             held: dict[tuple[str, str, str], str] | None = None) -> list[NotDoneGroup]:
+    """Every item not updated, by outcome, with why: the same item with the same reason on several sites is one
+    row that names them. A client reads what happens next instead of the dashboard's error (and no rule names)."""
     groups = []
     for outcome in NOT_DONE_ORDER:
         rows = frame[frame["outcome"] == outcome]
-        if rows.empty:
+        if rows.empty or (client and outcome in LEFT_OUT):
             continue
-        shown = rows.sort_values(["site_name", "site_id", "type", "name"]).head(limit)
-        groups.append(
-            NotDoneGroup(
-                outcome,
-                len(rows),
-                [
-                    NotDoneRow(
-                        clean(row.site_name, 120),
-                        row.type,
-                        clean(row.name, 120),
-                        _version(row.from_version),
-                        _version(row.to_version),
-                        _why(row, with_rules),
-                        row.until,
-                    )
-                    for row in shown.itertuples()
-                ],
-            )
-        )
+        grouped: dict[tuple, NotDoneRow] = {}
+        for row in rows.sort_values(["type", "name", "site_name", "site_id"]).itertuples():
+            why = next_step(row, held or {}) if client and outcome in CLIENT_NEXT_STEP else _why(row, not client)
+            key = (row.type, row.slug, row.from_version, row.to_version, why, row.until)
+            if key not in grouped:
+                grouped[key] = NotDoneRow([], row.type, clean(row.name, 120), _version(row.from_version),
+                                          _version(row.to_version), why, row.until)
+            grouped[key].sites.append(clean(row.site_name, 120))
+        shown = sorted(grouped.values(), key=lambda r: (-len(r.sites), r.name.casefold(), r.why))
+        groups.append(NotDoneGroup(outcome, len(rows), shown[:limit], rows=len(shown)))
     return groups
+
+
+def left_out_sentence(frame: pd.DataFrame) -> str:
+    """Ignored and excluded items for a client: counts in one sentence (empty when there are none)."""
+    rows = frame[frame["outcome"].isin(LEFT_OUT)]
+    if rows.empty:
+        return ""
+    sites = rows["site_id"].nunique()
+    return (f"{plural(len(rows), 'update')} on {plural(sites, 'site')} {'was' if len(rows) == 1 else 'were'} left "
+            "out on purpose (kept back by agreement or by our maintenance policy).")
 
 
 def site_checks(sites: list[SiteRow], limit: int) -> Checks:
@@ -349,7 +368,9 @@ def build_report(
         ),
         updated=updated,
         updated_more=updated_more,
-        not_done=not_done(not_done_rows, max(10, max_rows // 4), with_rules=client is None),
+        not_done=not_done(not_done_rows, max(10, max_rows // 4), client=client is not None,
+                          held={(str(hold.type), hold.slug, hold.version): hold.reason for hold in summary.holds}),
+        left_out=left_out_sentence(not_done_rows) if client is not None else "",
         plugin_failures=plugin_failures(items, 15),
         checks=checks,
         by_type=by_type(items),

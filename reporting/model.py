@@ -106,10 +106,14 @@ class Headline:
         parts = []
         if self.checked:
             sick = self.checked - self.healthy
-            parts.append(f"All {self.checked} checked sites are healthy" if not sick else
-                         f"{sick} of {self.checked} checked sites {'needs' if sick == 1 else 'need'} attention")
+            verb = "needs" if sick == 1 else "need"
+            if not sick:
+                parts.append("The checked site is healthy" if self.checked == 1 else
+                             f"All {self.checked} checked sites are healthy")
+            else:
+                parts.append(f"{sick} of {plural(self.checked, 'checked site')} {verb} attention")
         if self.unusable:
-            parts.append(f"{self.unusable} {'site' if self.unusable == 1 else 'sites'} could not be worked on "
+            parts.append(f"{plural(self.unusable, 'site')} could not be worked on "
                          "(offline, suspended, disconnected or too old)")
         return "; ".join(parts) + "." if parts else ""
 
@@ -139,27 +143,29 @@ class Headline:
         """The first thing to read when the night broke sites (empty otherwise)."""
         if not self.broken:
             return ""
-        return f"The night broke {self.broken} {'site' if self.broken == 1 else 'sites'}: see the suspects below."
+        return f"The night broke {plural(self.broken, 'site')}: see the suspects below."
 
     @property
     def sentence(self) -> str:
         if self.would_apply:
-            site_word = "site" if self.would_sites == 1 else "sites"
             rest = self.items - self.would_apply
             verb = "update would be applied" if self.would_apply == 1 else "updates would be applied"
-            return (f"{self.would_apply} {verb} on {self.would_sites} {site_word}"
+            return (f"{self.would_apply} {verb} on {plural(self.would_sites, 'site')}"
                     + (f"; {rest} would not (see why below)." if rest else "."))
         if self.items == 0:
+            if self.sites == 1:
+                return "The site was up to date: there was nothing to update."
             return f"All {self.sites} sites were up to date: there was nothing to update."
         if self.updated == 0:
             parts = [f"No updates were applied ({self.items} pending)"]
         else:
-            site_word = "site" if self.sites_updated == 1 else "sites"
-            parts = [f"{self.updated} of {self.items} pending updates were applied on {self.sites_updated} {site_word}"]
+            verb = "was" if self.updated == 1 else "were"
+            parts = [f"{self.updated} of {plural(self.items, 'pending update')} {verb} applied on "
+                     f"{plural(self.sites_updated, 'site')}"]
         if self.failed:
             parts.append(f"{self.failed} failed")
         if self.not_updated:
-            parts.append(f"{self.not_updated} were not done (see why below)")
+            parts.append(f"{self.not_updated} {'was' if self.not_updated == 1 else 'were'} not done (see why below)")
         return "; ".join(parts) + "."
 
 
@@ -188,9 +194,19 @@ class UpdatedSite:
     items: list[UpdatedItem]
 
 
+SITES_NAMED = 3  # sites named in a grouped row before "and N more"
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 site`, `2 sites`: every count a report writes goes through here."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 @dataclass
 class NotDoneRow:
-    site_name: str
+    """One item with one outcome and one reason, and every site it stands on."""
+
+    sites: list[str]
     type: UpdateType
     name: str
     from_version: str
@@ -202,12 +218,22 @@ class NotDoneRow:
     def change(self) -> str:
         return version_change(self.from_version, self.to_version)
 
+    @property
+    def site_names(self) -> str:
+        """The sites compactly: `a`, `a and b`, or `a, b, c and 4 more sites`."""
+        named = self.sites[:SITES_NAMED]
+        rest = len(self.sites) - len(named)
+        if rest:
+            return f"{', '.join(named)} and {plural(rest, 'more site')}"
+        return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+
 
 @dataclass
 class NotDoneGroup:
     outcome: Outcome
-    total: int
-    rows: list[NotDoneRow]
+    total: int  # items
+    shown: list[NotDoneRow]
+    rows: int = 0  # grouped rows in all (more than `shown` on a large fleet)
 
     @property
     def title(self) -> str:
@@ -219,7 +245,8 @@ class NotDoneGroup:
 
     @property
     def more(self) -> int:
-        return self.total - len(self.rows)
+        """Grouped rows left out of the report."""
+        return self.rows - len(self.shown)
 
 
 @dataclass
@@ -360,6 +387,7 @@ class ReportData:
     already_down: list[Alarm] = field(default_factory=list)
     night_holds: list[HoldRow] = field(default_factory=list)
     deferred: list[DeferredGroup] = field(default_factory=list)
+    left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
 
     @property

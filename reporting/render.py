@@ -11,7 +11,7 @@ from pathlib import Path
 import css_inline
 import jinja2
 
-from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, ReportData
+from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, ReportData, plural
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
@@ -45,10 +45,6 @@ def duration(data: ReportData) -> str:
     seconds = max(0, int((data.finished_at - data.started_at).total_seconds()))
     hours, rest = divmod(seconds, 3600)
     return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def percent(value: float) -> str:

@@ -14,6 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from fleet.summary import Outcome, Summary
+from reporting.aggregate import LEFT_OUT
 from reporting.model import OUTCOME_TITLES
 from reporting.render import data_uri
 from reporting.run_report import OPERATOR, RenderedRun, render_reports, render_run
@@ -40,8 +41,8 @@ class Marked(HTMLParser):
         for name in ("data-metric", "data-outcome", "data-group"):
             if name in attributes:
                 self._open = f"{name[5:]}:{attributes[name]}"
-        if "data-row" in attributes:
-            self.rows[attributes["data-row"]] += 1
+        if "data-row" in attributes:  # a grouped row stands for the items of all its sites
+            self.rows[attributes["data-row"]] += int(attributes.get("data-items", 1))
 
     def handle_data(self, data):
         if self._open and data.strip():
@@ -72,32 +73,45 @@ def expected(run_dir: Path, client: str | None) -> dict[str, int]:
     return numbers
 
 
-def check_html(html: str, numbers: dict[str, int]) -> None:
+def listed(outcome: Outcome, numbers: dict[str, int], client: bool) -> int:
+    """Items of `outcome` the not-done section lists: a client reads ignored and excluded ones as a sentence."""
+    return 0 if client and outcome in LEFT_OUT else numbers[outcome.value]
+
+
+def check_left_out(document: str, numbers: dict[str, int], client: bool) -> None:
+    left_out = numbers["ignored"] + numbers["excluded"]
+    found = re.search(r"(\d+) updates? on \d+ sites? (?:was|were) left out on purpose", document)
+    assert (int(found.group(1)) if found else 0) == (left_out if client else 0)
+
+
+def check_html(html: str, numbers: dict[str, int], client: bool) -> None:
     marked = Marked(html)
     for metric in ("updated", "failed", "not_updated", "sites", "checked", "healthy", "open_incidents"):
         assert marked.values[f"metric:{metric}"] == numbers[metric], metric
     for outcome in Outcome:
         assert marked.values.get(f"outcome:{outcome.value}", 0) == numbers[outcome.value], outcome
         if outcome is not Outcome.updated:
-            assert marked.values.get(f"group:{outcome.value}", 0) == numbers[outcome.value], outcome
+            assert marked.values.get(f"group:{outcome.value}", 0) == listed(outcome, numbers, client), outcome
     assert marked.values["outcome:total"] == numbers["total"]
     assert marked.rows["updated"] == numbers["updated"]  # every updated item is listed (under the row cap)
     for outcome in Outcome:
         if outcome is not Outcome.updated:
-            assert marked.rows[outcome.value] == numbers[outcome.value]
+            assert marked.rows[outcome.value] == listed(outcome, numbers, client)
+    check_left_out(html, numbers, client)
 
 
-def check_text(text: str, numbers: dict[str, int]) -> None:
+def check_text(text: str, numbers: dict[str, int], client: bool) -> None:
     for label, key in (("Sites", "sites"), ("Updated", "updated"), ("Failed", "failed"), ("Not done", "not_updated")):
         assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(numbers[key]), label
     for outcome in Outcome:
         found = re.search(rf"^  {re.escape(OUTCOME_TITLES[outcome])}\s+(\d+)$", text, re.M)
         assert (int(found.group(1)) if found else 0) == numbers[outcome.value], outcome
-        if outcome is not Outcome.updated and numbers[outcome.value]:
+        if outcome is not Outcome.updated and listed(outcome, numbers, client):
             group = re.search(rf"^{re.escape(OUTCOME_TITLES[outcome])} \((\d+)\): ", text, re.M)
             assert int(group.group(1)) == numbers[outcome.value]
     assert re.search(r"^  Total\s+(\d+)$", text, re.M).group(1) == str(numbers["total"])
-    health = re.search(r"^(\d+) of (\d+) sites checked healthy after the updates; (\d+) open incidents?", text, re.M)
+    check_left_out(text, numbers, client)
+    health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open incidents?", text, re.M)
     assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
 
 
@@ -116,8 +130,9 @@ def test_every_report_tells_the_numbers_of_summary_json(rendered: RenderedRun):
     for report in rendered.reports:
         numbers = expected(rendered.run_dir, None if report.name == OPERATOR else report.name)
         assert numbers["total"] > 0
-        check_html(body(rendered, report, ".html"), numbers)
-        check_text(body(rendered, report, ".txt"), numbers)
+        client = report.name != OPERATOR
+        check_html(body(rendered, report, ".html"), numbers, client)
+        check_text(body(rendered, report, ".txt"), numbers, client)
         check_markdown(body(rendered, report, ".md"), numbers)
 
 
@@ -217,7 +232,7 @@ def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
     assert result.ok and result.deliveries == []
     assert "No updates were applied" in report
     assert "Updated (" not in report and "Hold ends 01 Dec 2026" in report
-    check_text(report, expected(tmp_path / "held", None))
+    check_text(report, expected(tmp_path / "held", None), client=False)
 
 
 @pytest.mark.parametrize("rows", [3])

@@ -1,0 +1,88 @@
+"""What a report says about items not updated: grouped across sites for the operator, in plain words with what
+happens next for a client, ignored and excluded items as one sentence for a client, one and many in every count."""
+
+from __future__ import annotations
+
+from fleet.summary import Outcome, UpdateType
+from reporting.aggregate import items_frame, left_out_sentence, not_done
+from reporting.model import Headline, NotDoneRow
+from reporting.rows import ItemRow
+from reporting.run_report import OPERATOR, RenderedRun
+from tests.reporting.conftest import body
+
+CODE = "Download failed. [mainwp_update_failed]"
+
+
+def item(site: int, slug: str, outcome: Outcome, reason: str | None = None, to_version: str = "2.0") -> ItemRow:
+    return ItemRow(site_id=site, site_url=f"https://s{site}.example", site_name=f"Site {site}", type=UpdateType.plugin,
+                   slug=slug, name=slug.title(), outcome=outcome, from_version="1.0", to_version=to_version,
+                   reason=reason)
+
+
+def test_the_operator_reads_one_row_per_item_outcome_and_reason_with_its_sites_named() -> None:
+    frame = items_frame([item(site, "hello", Outcome.ignored, "on the dashboard's ignore list") for site in range(1, 8)]
+                        + [item(1, "forms", Outcome.failed, CODE), item(2, "forms", Outcome.failed, CODE),
+                           item(3, "forms", Outcome.failed, "Could not copy file")])
+    groups = {group.outcome: group for group in not_done(frame, 10)}
+    ignored = groups[Outcome.ignored]
+    assert (ignored.total, len(ignored.shown), ignored.more) == (7, 1, 0)
+    assert ignored.shown[0].site_names == "Site 1, Site 2, Site 3 and 4 more sites"
+    failed = groups[Outcome.failed]
+    assert failed.total == 3 and [(row.why, row.sites) for row in failed.shown] == [
+        (CODE, ["Site 1", "Site 2"]), ("Could not copy file", ["Site 3"])]  # the operator keeps the error code
+
+
+def test_a_row_names_one_two_or_a_few_sites_plainly() -> None:
+    def row(sites: int) -> NotDoneRow:
+        return NotDoneRow([f"s{n}" for n in range(sites)], UpdateType.plugin, "x", "1", "2", "", None)
+
+    assert [row(n).site_names for n in (1, 2, 3, 4)] == [
+        "s0", "s0 and s1", "s0, s1 and s2", "s0, s1, s2 and 1 more site"]
+
+
+def test_a_client_reads_what_happens_next_with_no_error_code() -> None:
+    frame = items_frame([item(1, "forms", Outcome.failed, CODE), item(2, "shop", Outcome.failed, CODE),
+                         item(3, "cache", Outcome.unknown, "HTTP 504: Gateway Time-out")])
+    held = {("plugin", "shop", "2.0"): "it broke a site on the first night"}
+    whys = {row.name: row.why for group in not_done(frame, 10, client=True, held=held) for row in group.shown}
+    assert whys["Forms"] == "Not installed: it will be tried again next night."
+    assert "held back on every site" in whys["Shop"] and "it broke a site on the first night" in whys["Shop"]
+    assert "next night" in whys["Cache"]
+    assert not any("mainwp_" in why or "504" in why or "rule:" in why for why in whys.values())
+
+
+def test_a_client_reads_ignored_and_excluded_items_as_one_sentence() -> None:
+    frame = items_frame([item(1, "hello", Outcome.ignored), item(2, "hello", Outcome.ignored),
+                         item(2, "akismet", Outcome.excluded), item(3, "forms", Outcome.held, "frozen")])
+    assert [group.outcome for group in not_done(frame, 10, client=True)] == [Outcome.held]
+    assert left_out_sentence(frame) == ("3 updates on 2 sites were left out on purpose (kept back by agreement or by "
+                                        "our maintenance policy).")
+    assert left_out_sentence(items_frame([item(1, "hello", Outcome.ignored)])).startswith("1 update on 1 site was")
+    assert left_out_sentence(items_frame([item(1, "forms", Outcome.held)])) == ""
+
+
+def test_one_and_many_are_written_right() -> None:
+    def headline(**values: int) -> Headline:
+        counts = {outcome: 0 for outcome in Outcome} | {Outcome.updated: values.pop("updated", 0)}
+        return Headline(by_outcome=counts, open_incidents=0, **values)
+
+    one = headline(sites=1, sites_updated=1, items=1, updated=1, checked=1, healthy=1)
+    assert one.health == "The checked site is healthy."
+    assert one.sentence == "1 of 1 pending update was applied on 1 site."
+    assert headline(sites=1, sites_updated=0, items=0, checked=0, healthy=0).sentence.startswith("The site was up")
+    many = headline(sites=9, sites_updated=2, items=5, updated=2, checked=3, healthy=2)
+    assert many.health == "1 of 3 checked sites needs attention."
+    assert many.sentence == "2 of 5 pending updates were applied on 2 sites; 3 were not done (see why below)."
+
+
+def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendered: RenderedRun) -> None:
+    operator = body(rendered, rendered.operator, ".html")
+    assert "cURL error 28" in operator or "PHP Fatal error" in operator or "Could not copy file" in operator
+    for report in rendered.reports:
+        if report.name == OPERATOR:
+            continue
+        for suffix in (".html", ".txt", ".md"):
+            text = body(rendered, report, suffix)
+            assert not any(words in text for words in ("cURL error", "PHP Fatal", "Could not copy file",
+                                                       "global ignore list", "rule:")), (report.name, suffix)
+            assert 'data-row="ignored"' not in text and 'data-row="excluded"' not in text
