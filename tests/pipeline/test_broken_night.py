@@ -116,10 +116,10 @@ def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(das
     assert summary.broken[0].site_name in line
 
 
-async def test_a_night_against_a_fatal_at_load_loses_the_site_to_the_dashboard(dashboard, tmp_path: Path):
+async def test_a_fatal_at_load_is_kept_as_evidence_and_the_repaired_site_is_maintained_again(dashboard, tmp_path: Path):
     """The harder bad release: the update is answered `updated`, then the site's pages AND its MainWP Child die, the
-    night's own check marks the site known offline, and the next night is refused it. What the night makes of it
-    (the evidence, holds, bringing the site back) is the containment's business: this pins down the breakage."""
+    night's own check marks the site known offline (the dashboard refuses it from then on), the answer is kept as
+    the evidence; once repaired, the next night checks the refused site, finds it answering and maintains it."""
     emulator = dashboard(sites=12, seed=4)
     truth = emulator.truth()
     slug, version, offering = shared_plugin(truth)
@@ -141,9 +141,10 @@ async def test_a_night_against_a_fatal_at_load_loses_the_site_to_the_dashboard(d
     item = next(item for item in summary.items if item.slug == slug)  # the answer is the only evidence left
     assert item.outcome is Outcome.updated and item.to_version == version and "not verified" in item.reason
 
-    emulator.post("sites/repair", {"site_id": victim["id"]})
+    emulator.post("sites/repair", {"site_id": victim["id"]})  # the operator renames the plugin's folder
+    assert emulator.truth()["sites"][str(victim["id"])]["offline_check_result"] == -1  # still refused by the dashboard
     second = Summary.read(Path(await nightly_maintenance(selection=selection, report_dir=str(tmp_path / "second"))))
-    statuses = {site.site_id: site.status for site in second.sites}
-    assert statuses[victim["id"]] != "online"  # repaired, yet refused while known offline
-    outcomes = {item.outcome for item in second.items}
-    assert Outcome.skipped in outcomes and outcomes <= {Outcome.skipped, Outcome.held, Outcome.ignored}  # none sent
+    [site] = second.sites
+    assert site.status == "online" and site.revived  # checked once, answering: synced and maintained again
+    assert not [item for item in second.items if item.outcome is Outcome.skipped]
+    assert [item for item in second.items if item.outcome is Outcome.updated]
