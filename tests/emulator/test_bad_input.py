@@ -350,9 +350,9 @@ async def test_json_with_a_lone_surrogate_is_refused_as_json_decode_does(rw: htt
 
 
 async def test_a_request_line_past_nginxs_buffers_is_its_414_over_a_real_socket() -> None:
-    async with EmulatorServer(EmulatorConfig(namespace="svc", sites=5, seed=1)) as server:
-        async with httpx.AsyncClient(base_url=server.base_url) as client:
-            answer = await client.get("/svc/v2/sites", params={"search": "x" * 20_000})
-            fine = await client.get("/svc/v2/sites", params={"search": "x" * 100})
+    config = EmulatorConfig(namespace="svc", sites=5, seed=1)
+    async with EmulatorServer(config) as server, httpx.AsyncClient(base_url=server.base_url) as client:
+        answer = await client.get("/svc/v2/sites", params={"search": "x" * 20_000})
+        fine = await client.get("/svc/v2/sites", params={"search": "x" * 100})
     assert answer.status_code == 414 and "414 Request-URI Too Large" in answer.text  # was a reset connection
     assert fine.status_code in (200, 401)
