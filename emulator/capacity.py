@@ -44,6 +44,7 @@ DEFAULT_WORK_SECONDS = {
     "update_item": 3.0,
     "reconnect": 2.0,
     "disconnect": 0.5,
+    "plugin_action": 1.0,  # one call to the child to (de)activate plugins
 }
 DEFAULT_GATEWAY_TIMEOUT = 60.0  # nginx's fastcgi_read_timeout
 DEFAULT_SLOW_SITE_RATE = 0.02

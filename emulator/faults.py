@@ -5,8 +5,9 @@ A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
   distribution, 5xx answers, 429 answers with `Retry-After`, and dropped connections (the request is
   processed, then the connection is cut before the answer is complete);
 - on the fleet: sites going offline and update items that fail (a clear error), fail silently (reported
-  as success, version unmoved) or break the site's front end when applied (a bad release: the update
-  succeeds, then the site's pages are WordPress's critical-error page), drawn once when the profile is
+  as success, version unmoved) or break the site when applied (a bad release: the update succeeds, then the
+  site's pages are WordPress's critical-error page, HTTP 500; of plugins and themes, `load_time_share` fatal
+  while WordPress loads, so the MainWP Child dies too and the dashboard reaches nothing), drawn once when the profile is
   applied, stored with the fleet (a restart with the same database and profile keeps them as they were) and
   undone when the profile is replaced;
 - on the fleet too, bad releases that break a site's pages visually while they answer 200 (the stylesheet
@@ -60,7 +61,10 @@ class FaultProfile(BaseModel):
     site_offline_rate: float = Field(0.0, ge=0, le=1)
     update_failure_rate: float = Field(0.0, ge=0, le=1)
     silent_failure_rate: float = Field(0.0, ge=0, le=1)
-    site_breaking_rate: float = Field(0.0, ge=0, le=1, description="pending items whose update breaks the front end")
+    site_breaking_rate: float = Field(0.0, ge=0, le=1, description="pending items whose update breaks the site")
+    load_time_share: float = Field(
+        0.0, ge=0, le=1, description="of the breaking plugin and theme releases, those that fatal while WordPress "
+        "loads (the child dies too); the rest fatal in a template (the child still answers)")
     stuck_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs whose cron never fires")
     slow_job_rate: float = Field(0.0, ge=0, le=1, description="queued jobs slowed until the 4 h timeout")
     visual_break_rate: float = Field(0.0, ge=0, le=1, description="pending releases that break the page visually")
@@ -86,13 +90,13 @@ PROFILES: dict[str, FaultProfile] = {
         name="realistic", latency_median_ms=120, latency_sigma=0.6, latency_max_ms=10_000,
         error_rate=0.01, throttle_rate=0.01, retry_after_seconds=2, drop_rate=0.002,
         site_offline_rate=0.02, update_failure_rate=0.03, silent_failure_rate=0.01, site_breaking_rate=0.01,
-        stuck_job_rate=0.01, slow_job_rate=0.01, visual_break_rate=0.01,
+        load_time_share=0.6, stuck_job_rate=0.01, slow_job_rate=0.01, visual_break_rate=0.01,
     ),
     "hostile": FaultProfile(
         name="hostile", latency_median_ms=400, latency_sigma=1.0, latency_max_ms=20_000,
         error_rate=0.08, throttle_rate=0.08, retry_after_seconds=5, drop_rate=0.03,
         site_offline_rate=0.10, update_failure_rate=0.15, silent_failure_rate=0.05, site_breaking_rate=0.05,
-        stuck_job_rate=0.25, slow_job_rate=0.25, visual_break_rate=0.04,
+        load_time_share=0.6, stuck_job_rate=0.25, slow_job_rate=0.25, visual_break_rate=0.04,
     ),
 }
 
@@ -215,6 +219,7 @@ class FaultController:
                 if rng.random() < p.site_offline_rate and site.reachable:
                     self.operations.set_reachable(site, False)
                     self._applied_offline.append(site.id)
+        kind = random.Random(f"{self.seed}:load-time:{p.name}")  # a stream of its own: the other draws stay put
         if p.update_failure_rate + p.silent_failure_rate + p.site_breaking_rate > 0:
             for site in self.state.sites.values():
                 for update in self.state.pending_updates(site, respect_ignores=False):
@@ -226,11 +231,12 @@ class FaultController:
                     elif draw < p.update_failure_rate + p.silent_failure_rate:
                         mode = "silent"
                     elif draw < p.update_failure_rate + p.silent_failure_rate + p.site_breaking_rate:
-                        mode = "break"
+                        at_load = update.type in ("plugin", "theme") and kind.random() < p.load_time_share
+                        mode = "load" if at_load else "break"
                     else:
                         continue
                     self.operations.set_item_fault(site, update.type, update.slug, mode)
-                    applied = self._applied_breaking if mode == "break" else self._applied_items
+                    applied = self._applied_breaking if mode in ("break", "load") else self._applied_items
                     applied.append((site.id, update.type, update.slug))
         self._apply_visual_faults()
         self._save_fleet_effects()
@@ -259,7 +265,7 @@ class FaultController:
             site = self.state.sites.get(site_id)
             if site is not None:
                 self.operations.set_item_fault(site, item_type, slug, None)  # type: ignore[arg-type]
-                if site.broken_by == f"{item_type}:{slug}":
+                if f"{item_type}:{slug}" in (site.broken_by, site.fatal_by):
                     self.operations.set_front_end_broken(site, False)
         for site_id, item_type, slug in self._applied_visual:
             site = self.state.sites.get(site_id)
@@ -282,6 +288,10 @@ class FaultController:
         self.counts["sites_offline"] = len(self._applied_offline)
         self.counts["items_failing"] = len(self._applied_items)
         self.counts["items_breaking"] = len(self._applied_breaking)
+        self.counts["items_breaking_at_load"] = sum(
+            1 for site_id, item_type, slug in self._applied_breaking
+            if self.state.sites[site_id].fail_items.get(f"{item_type}:{slug}") == "load"
+            or self.state.sites[site_id].fatal_by == f"{item_type}:{slug}")
         self.counts["items_breaking_visually"] = len(self._applied_visual)
 
     def snapshot(self) -> dict[str, Any]:

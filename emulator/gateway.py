@@ -63,6 +63,19 @@ def declared_length(scope: Scope) -> int:
     return 0
 
 
+REQUEST_LINE_LIMIT = 8192  # nginx's large_client_header_buffers (4 8k): a longer request line is a 414
+# the HTTP server in front of the app reads request heads up to this size, so that nginx's 414 can be given
+# (h11's own limit, 16 KiB, resets the connection instead)
+HEAD_LIMIT_BYTES = 1024 * 1024
+
+
+def request_line_length(scope: Scope) -> int:
+    """`METHOD /path?query HTTP/1.1` as it came on the wire."""
+    target = scope.get("raw_path") or scope["path"].encode()
+    query = scope.get("query_string") or b""
+    return len(scope["method"]) + 1 + len(target) + (len(query) + 1 if query else 0) + len(" HTTP/1.1")
+
+
 class GatewayMiddleware:
     """One PHP worker per dashboard request, and the gateway's timeout."""
 
@@ -71,6 +84,9 @@ class GatewayMiddleware:
         self.emulator = emulator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and request_line_length(scope) > REQUEST_LINE_LIMIT:
+            await nginx_page(414, "Request-URI Too Large")(scope, receive, send)  # nginx's own answer
+            return
         if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIXES):
             await self.app(scope, receive, send)
             return

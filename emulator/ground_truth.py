@@ -143,8 +143,9 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
             "ignore_theme_updates": site.ignore_theme_updates,
         },
         "fail_items": site.fail_items,
-        "front_end": {"status": front_end_status(site), "broken": bool(site.broken_by),
-                      "broken_by": site.broken_by or None},
+        "front_end": {"status": front_end_status(site), "broken": site.front_end_broken,
+                      "broken_by": site.broken_by or None, "dead_at_load": site.dead_at_load,
+                      "fatal_by": site.fatal_by or None},
         "visual": _visual_truth(site),
     }
 
@@ -185,14 +186,15 @@ async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
 
 @admin_only
 async def set_item_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
-    """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|"break"|null}; "break": the
-    item's next update succeeds and breaks the site's front end (a critical-error page until fixed)."""
+    """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|"break"|"load"|null}; "break":
+    the item's next update succeeds and breaks the site's front end (a critical-error page until fixed); "load": it
+    succeeds, then WordPress fatals while loading (pages answer 500 and the MainWP Child answers nothing)."""
     body = await json_object(request)
     site = site_in(emulator, body)
     item_type, slug = item_in(site, body)
     mode = body.get("mode")
-    if mode not in ("fail", "silent", "break", None):
-        raise GroundTruthError("mode must be fail, silent, break or null")
+    if mode not in ("fail", "silent", "break", "load", None):
+        raise GroundTruthError("mode must be fail, silent, break, load or null")
     emulator.operations.set_item_fault(site, item_type, "wordpress" if item_type == "wp" else slug, mode)
     return {"site_id": site.id, "type": item_type, "slug": slug, "mode": mode}
 
@@ -217,6 +219,17 @@ async def set_front_end(request: Request, emulator: Emulator) -> dict[str, Any]:
         raise GroundTruthError("broken must be true or false")
     emulator.operations.set_front_end_broken(site, body["broken"])
     return {"site_id": site.id, "front_end": front_end_status(site), "broken_by": site.broken_by or None}
+
+
+@admin_only
+async def repair_site(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {site_id}: the operator's repair by hand (the culprit plugin's folder renamed, so WordPress deactivates
+    it). The site loads again; the dashboard keeps refusing it while it is known offline, until a check passes."""
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    culprit = emulator.operations.repair(site)
+    return {"site_id": site.id, "repaired": culprit or None, "front_end": front_end_status(site),
+            "offline_check_result": site.offline_check_result}
 
 
 @admin_only
@@ -289,6 +302,7 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/faults/items", set_item_fault, methods=["POST"]),
         Route(f"{PREFIX}/faults/reachable", set_reachable, methods=["POST"]),
         Route(f"{PREFIX}/faults/front-end", set_front_end, methods=["POST"]),
+        Route(f"{PREFIX}/sites/repair", repair_site, methods=["POST"]),
         Route(f"{PREFIX}/faults/visual", set_visual_fault, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from emulator.clock import Clock, iso_utc
-from emulator.operations import SiteOperations, SiteSuspended, SiteUnavailable
+from emulator.operations import KNOWN_OFFLINE, SiteOperations, SiteSuspended, SiteUnavailable
 from emulator.records import ItemType, Site
 from emulator.state import FleetState
 
@@ -260,6 +260,8 @@ class BatchJobs:
         job_type = job["type"]
         ops = self.operations
         if job_type == "sync":
+            if site.offline_check_result == -1:
+                return {"code": "site_offline", "message": KNOWN_OFFLINE}
             if child_outdated(site):
                 return {"code": "sync_failed", "message": "Child plugin version 4.0.0 or higher required."}
             result = await ops.sync(site)

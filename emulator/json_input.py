@@ -23,28 +23,45 @@ class JsonInputError(ValueError):
         self.message = message
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether arrays and objects nest more than `limit` levels (iteratively: no recursion on hostile input)."""
+def _lone_surrogate(text: str) -> bool:
+    """A UTF-16 surrogate left in a decoded string: a `\\ud800` escape with no partner (a pair decodes whole)."""
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def _refusal(value: Any, limit: int) -> JsonInputError | None:
+    """What `json_decode` refuses in a value Python accepted: nesting past `limit` levels (JSON_ERROR_DEPTH) or a
+    lone surrogate in a string or key (JSON_ERROR_UTF16). Iterative: no recursion on hostile input."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        if isinstance(node, str):
+            if _lone_surrogate(node):
+                return JsonInputError(10, "Single unpaired UTF-16 surrogate in unicode escape")
+            continue
+        if not isinstance(node, dict | list):
+            continue
         if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+            return JsonInputError(1, "Maximum stack depth exceeded")
+        if isinstance(node, dict):
+            stack.extend((key, depth) for key in node)
+            stack.extend((child, depth + 1) for child in node.values())
+        else:
+            stack.extend((child, depth + 1) for child in node)
+    return None
 
 
 def decode_json(raw: bytes | str) -> Any:
-    """The JSON value, or `JsonInputError` for a syntax error (code 4) or nesting past 512 levels (code 1)."""
+    """The JSON value, or `JsonInputError` for a syntax error (code 4), nesting past 512 levels (code 1) or a lone
+    UTF-16 surrogate (code 10), as PHP's `json_decode` refuses them."""
     try:
         value = json.loads(raw)
     except RecursionError:
         raise JsonInputError(1, "Maximum stack depth exceeded") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise JsonInputError(4, f"Syntax error: {error}") from None
-    if isinstance(value, dict | list) and _deeper_than(value, MAX_DEPTH):
-        raise JsonInputError(1, "Maximum stack depth exceeded")
+    refusal = _refusal(value, MAX_DEPTH)
+    if refusal is not None:
+        raise refusal
     return value
 
 

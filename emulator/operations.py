@@ -15,7 +15,16 @@ from emulator.records import Item, ItemType, Site
 from emulator.state import FleetState
 
 Outcome = Literal["updated", "failed", "silent", "stale"]
-FaultMode = Literal["fail", "silent", "break"]
+FaultMode = Literal["fail", "silent", "break", "load"]
+KNOWN_OFFLINE = "Site is known to be offline."
+# A child that fatals while WordPress loads answers 500 with the critical-error page and no <mainwp> reply:
+# MainWP_Connect::fetch_url raises NOMAINWP and the sync stores MainWP_Error_Helper::get_error_not_detected_connect.
+CHILD_NOT_DETECTED = (
+    "MainWP Child plugin not detected or could not be reached! Ensure the MainWP Child plugin is installed and "
+    "activated on the child site, and there are no security rules blocking requests.  If you continue experiencing "
+    'this issue, check the <a href="https://community.mainwp.com/c/community-support/5" target="_blank">MainWP '
+    "Community</a> for help."
+)
 
 
 class SiteUnavailable(Exception):
@@ -78,9 +87,18 @@ class CheckResult:
 def site_unavailable_reason(site: Site) -> str | None:
     if not site.reachable:
         return "ERROR: HTTP error: cURL error 7: Failed to connect to the child site."
+    if site.dead_at_load:
+        return CHILD_NOT_DETECTED
     if not site.child_connected:
         return "ERROR: The child site is not connected to this dashboard. Reconnect it."
     return None
+
+
+def page_status(site: Site) -> int:
+    """The HTTP status a visitor (or the dashboard's check) gets from the site's pages; 0: no answer."""
+    if not site.reachable:
+        return 0
+    return 500 if site.front_end_broken else site.http_code
 
 
 class SiteOperations:
@@ -93,7 +111,10 @@ class SiteOperations:
     # ---- sync and check ------------------------------------------------------------------------------------
 
     async def sync(self, site: Site) -> SyncResult:
-        """Refresh the dashboard's stored copy from the child; an unreachable child records `sync_errors`."""
+        """Refresh the dashboard's stored copy from the child; an unreachable child records `sync_errors`. A site
+        known offline is refused before any call to it: only a check that succeeds clears the flag."""
+        if site.offline_check_result == -1:
+            return SyncResult(site, False, KNOWN_OFFLINE)
         await self.capacity.work("sync", site_id=site.id)
         reason = site_unavailable_reason(site)
         if reason is not None:
@@ -106,7 +127,6 @@ class SiteOperations:
                 item.known_version, item.known_offer = item.version, item.offer
         site.sync_errors = ""
         site.last_sync = self.state.now()
-        site.offline_check_result = 1
         self.state.save_site(site)
         return SyncResult(site, True)
 
@@ -114,13 +134,15 @@ class SiteOperations:
         return [await self.sync(s) for s in sites]
 
     async def check(self, site: Site) -> CheckResult:
-        """An HTTP check of the site itself (not the child connection)."""
+        """An HTTP check of the site itself (not the child connection): a critical-error page answers 500, and the
+        site is then known offline (`offline_check_result` -1) until a check succeeds."""
         await self.capacity.work("check", site_id=site.id)
-        online = site.reachable and 200 <= site.http_code < 300
+        code = page_status(site)
+        online = 200 <= code < 300
         site.offline_check_result = 1 if online else -1
         site.last_check = self.state.now()
         self.state.save_site(site)
-        return CheckResult(site, online, site.http_code if site.reachable else 0, site.response_ms)
+        return CheckResult(site, online, code, site.response_ms)
 
     async def check_many(self, sites: list[Site]) -> list[CheckResult]:
         return [await self.check(s) for s in sites]
@@ -149,6 +171,8 @@ class SiteOperations:
         """Update items of one type on one site; per-item outcomes. Raises SiteSuspended / SiteUnavailable."""
         if site.suspended:
             raise SiteSuspended(site)
+        if site.offline_check_result == -1:
+            raise SiteUnavailable(site, KNOWN_OFFLINE)
         reason = site_unavailable_reason(site)
         if reason is not None:
             raise SiteUnavailable(site, reason)
@@ -228,9 +252,40 @@ class SiteOperations:
         if fault == "break":  # a bad release: installed fine, the front end now dies with a fatal error
             site.broken_by = key
             del site.fail_items[key]
+        elif fault == "load":  # installed and reported updated; from the next request on, WordPress dies loading
+            site.fatal_by = key
+            del site.fail_items[key]
         elif site.broken_by == key:  # the next release of the culprit fixes it
             site.broken_by = ""
         return result(old, item.version if versioned else "", "updated")
+
+    # ---- plugins ---------------------------------------------------------------------------------------------
+
+    async def set_plugins_active(self, site: Site, slugs: list[str], active: bool) -> list[Item]:
+        """(De)activate installed plugins on the child; the plugins it changed. A plugin that broke the front end
+        stops breaking it once deactivated (and breaks it again when re-activated). Raises SiteUnavailable: a
+        child dead at load cannot be asked anything, however the dashboard asks."""
+        reason = site_unavailable_reason(site)
+        if reason is not None:
+            raise SiteUnavailable(site, reason)
+        await self.capacity.work("plugin_action", site_id=site.id)
+        changed = [site.plugins[slug] for slug in slugs if slug in site.plugins]
+        for item in changed:
+            item.active = active
+        self.state.save_site(site)
+        return changed
+
+    def repair(self, site: Site) -> str:
+        """What an operator does by hand (renaming the culprit's plugin folder, which WordPress then deactivates):
+        the site loads again. The dashboard still refuses it while it is known offline, until a check passes."""
+        culprit = site.fatal_by or site.broken_by
+        kind, _, slug = culprit.partition(":")
+        if kind == "plugin" and slug in site.plugins:
+            site.plugins[slug].active = False
+        else:
+            site.fatal_by = site.broken_by = ""
+        self.state.save_site(site)
+        return culprit
 
     # ---- connection and suspension -------------------------------------------------------------------------
 
@@ -267,7 +322,8 @@ class SiteOperations:
 
     def set_item_fault(self, site: Site, item_type: ItemType, slug: str, mode: FaultMode | None) -> None:
         """Make the next runs of one item fail (a clear error), fail silently (success, version unmoved) or
-        break the site's front end (success, then every page is WordPress's critical-error page)."""
+        break the site's front end (success, then every page is WordPress's critical-error page), or kill it at
+        load ("load": success, then the pages answer 500 and the child answers nothing)."""
         key = f"{item_type}:{slug}"
         if mode is None:
             site.fail_items.pop(key, None)
@@ -278,6 +334,8 @@ class SiteOperations:
     def set_front_end_broken(self, site: Site, broken: bool) -> None:
         """Break the site's front end directly, or fix it whatever broke it."""
         site.broken_by = "ground-truth" if broken else ""
+        if not broken:
+            site.fatal_by = ""
         self.state.save_site(site)
 
     def set_reachable(self, site: Site, reachable: bool) -> None:

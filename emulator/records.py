@@ -129,6 +129,7 @@ class Site:
     added: float = 0.0
     fail_items: dict[str, str] = field(default_factory=dict)
     broken_by: str = ""  # "type:slug" of the update that broke the front end ("ground-truth" when set directly)
+    fatal_by: str = ""  # "type:slug" of the update that fatals while WordPress loads: pages AND the child die
     visual_faults: dict[str, list[str]] = field(default_factory=dict)  # "type:slug" -> [mode, bad version]
     monitor: Monitor | None = None
     posts: list[Post] = field(default_factory=list)
@@ -142,6 +143,25 @@ class Site:
 
     def items(self, item_type: ItemType) -> dict[str, Item]:
         return {"plugin": self.plugins, "theme": self.themes, "translation": self.translations}[item_type]
+
+    def _live(self, culprit: str) -> bool:
+        """A culprit's fatal runs only while its code loads: not an inactive plugin's, nor a theme's but the active
+        one's (core, and a break set directly, always)."""
+        if not culprit:
+            return False
+        kind, _, slug = culprit.partition(":")
+        items = {"plugin": self.plugins, "theme": self.themes}.get(kind, {})
+        return slug not in items or items[slug].active
+
+    @property
+    def front_end_broken(self) -> bool:
+        """Every page is WordPress's critical-error page (a fatal in a template, or at load)."""
+        return self._live(self.broken_by) or self.dead_at_load
+
+    @property
+    def dead_at_load(self) -> bool:
+        """A fatal while WordPress loads: before the MainWP Child can answer, so the dashboard reaches nothing."""
+        return self._live(self.fatal_by)
 
     def core_item(self) -> Item:
         """WordPress core seen as an item, so update code treats it as a plugin; `set_core_item` writes it back."""

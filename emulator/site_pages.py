@@ -52,7 +52,7 @@ def front_end_status(site: Site) -> str:
     """"down" (offline), "broken" (an update broke it) or "up": what a visitor of the site would see."""
     if not site.reachable:
         return "down"
-    return "broken" if site.broken_by else "up"
+    return "broken" if site.front_end_broken else "up"
 
 
 def critical_error_page() -> str:
@@ -87,7 +87,7 @@ async def site_page(request: Request) -> Response:
     if status == "down":
         return HTMLResponse(_UNAVAILABLE, 503, headers={"Retry-After": "300"})
     if status == "broken":
-        return HTMLResponse(critical_error_page(), 200)
+        return HTMLResponse(critical_error_page(), 500)  # WP_Fatal_Error_Handler sends it with a 500
     return site_resource(request, site)
 
 

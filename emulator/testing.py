@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 
 from emulator.app import Emulator, create_app
 from emulator.config import EmulatorConfig
+from emulator.gateway import HEAD_LIMIT_BYTES
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -65,7 +66,8 @@ class EmulatorServer:
         self.app = create_app(self.config)
         self.emulator.base_url = self.base_url
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", lifespan="on", access_log=False
+            self.app, host=self.host, port=self.port, log_level="warning", lifespan="on", access_log=False,
+            h11_max_incomplete_event_size=HEAD_LIMIT_BYTES,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=f"emulator:{self.port}", daemon=True)

@@ -1,7 +1,10 @@
 """Give every item exactly one outcome, from a fresh sync and a fresh list, never from what the calls claimed.
 
 Failures can be silent (a failed theme is in neither `updated` nor `errors`; a "success" with `old_version:""`
-installed nothing), so the version seen after a re-sync decides; the answers only explain why.
+installed nothing), so the version seen after a re-sync decides; the answers only explain why. One exception:
+a site that can no longer be re-synced (a fatal at load killed its MainWP Child, or its check made it known
+offline) has only the answer left, so an item the dashboard answered updated `old -> new` is counted updated,
+"not verified", never lost as "no answer".
 """
 
 from __future__ import annotations
@@ -105,8 +108,15 @@ def reconcile(
         error = evidence.error_for(item)
         now = fresh.get((item.site_id, item.type, item.slug))
         if item.site_id in resync_errors:
+            report = evidence.item_reports.get((item.site_id, item.type, item.slug))
             if error:
                 results.append(summary_item(item, site, Outcome.failed, error))
+            elif report is not None and report.ok and report.old_version:  # the only evidence left: keep it
+                reason = (f"updated, not verified: the dashboard answered updated {report.old_version} -> "
+                          f"{report.new_version or '?'}, then the site stopped answering it "
+                          f"(re-sync: {resync_errors[item.site_id]})")
+                results.append(summary_item(item, site, Outcome.updated, reason, rule=None,
+                                            to_version=report.new_version or item.to_version))
             else:
                 reason = f"could not re-sync the site to verify the update: {resync_errors[item.site_id]}"
                 results.append(summary_item(item, site, Outcome.unknown, reason))

@@ -70,6 +70,7 @@ def build_summary(
             check=checks.get(site.id),
             deferred=site.deferral.reason if site.deferral else None,
             opens_at=site.deferral.opens_at if site.deferral else None,
+            revived=site.revived,
         )
         for site in plan.sites
     ]

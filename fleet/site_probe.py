@@ -57,10 +57,10 @@ async def probe_home_page(http: httpx.AsyncClient, url: str) -> ProbeResult:
         return ProbeResult(ok=False, error=f"{url}: {type(error).__name__}: {error}")
     elapsed = round((time.perf_counter() - started) * 1000, 1)
     code = response.status_code
-    if not 200 <= code < 300:
-        return ProbeResult(ok=False, http_code=code, response_ms=elapsed, error=f"home page answered HTTP {code}")
     marker = fatal_marker(body.decode(response.encoding or "utf-8", errors="replace"))
-    if marker:
+    if marker:  # named whatever the status: WordPress sends its critical-error page with 500, a cache with 200
         return ProbeResult(ok=False, http_code=code, response_ms=elapsed,
                            error=f"home page shows a PHP/WordPress error ({marker!r}) with HTTP {code}")
+    if not 200 <= code < 300:
+        return ProbeResult(ok=False, http_code=code, response_ms=elapsed, error=f"home page answered HTTP {code}")
     return ProbeResult(ok=True, http_code=code, response_ms=elapsed)

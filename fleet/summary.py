@@ -121,6 +121,8 @@ class Site(Record):
     check: SiteCheck | None = None
     deferred: str | None = Field(None, description="Why the site was not touched tonight (window or blackout).")
     opens_at: datetime | None = Field(None, description="When the deferred site's window next opens.")
+    revived: bool = Field(False, description="The dashboard refused it as known offline; checked tonight, it "
+                          "answered, so it was synced and maintained again.")
 
 
 class Suspect(BaseModel):

@@ -38,7 +38,13 @@ from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, Site
 from fleet.windows import place_in_windows
 from flows.approval import ask_for_approval
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
-from tasks.checks import check_sites_task, count_open_incidents_task, probe_before_updates_task
+from tasks.checks import (
+    check_sites_task,
+    count_open_incidents_task,
+    known_offline,
+    probe_before_updates_task,
+    revive_known_offline_task,
+)
 from tasks.detect import apply_sync_failures, detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
@@ -118,17 +124,23 @@ async def survey_fleet(
 
     async def chunk_step(
         chunk: list[SiteRecord], label: str
-    ) -> tuple[dict[int, tuple[str, str]], list[PendingUpdate]]:
+    ) -> tuple[dict[int, tuple[str, str]], set[int], list[PendingUpdate]]:
         usable = sites_to_sync(chunk, settings, now)
         failures = (await sync_sites_task(client, quote(usable), settings, label=label, sizer=quote(night.sizer),
                                           progress=quote(night.progress)) if sync and usable else {})
+        revived: set[int] = set()
+        if known_offline(failures):
+            failures, revived = await revive_known_offline_task(client, quote(usable), quote(failures), settings,
+                                                                quote(night.sizer))
         ids = [site.id for site in chunk]
         pending = await detect_updates_task(client, quote(ids), settings.concurrency, label=label)
-        return failures, pending
+        return failures, revived, pending
 
     parts = await run_in_chunks(chunk_step, sites, settings)
-    failures = {site_id: failure for part, _ in parts for site_id, failure in part.items()}
-    return apply_sync_failures(sites, failures), [update for _, pending in parts for update in pending]
+    failures = {site_id: failure for part, _, _ in parts for site_id, failure in part.items()}
+    revived = {site_id for _, part, _ in parts for site_id in part}
+    sites = [site.model_copy(update={"revived": True}) if site.id in revived else site for site in sites]
+    return apply_sync_failures(sites, failures), [update for _, _, pending in parts for update in pending]
 
 
 async def wait_for_update_jobs(

@@ -254,13 +254,17 @@ def site_checks(sites: list[SiteRow], limit: int) -> Checks:
     )
 
 
-def alarms(found: list[SiteAlarm], client: str | None) -> list[Alarm]:
-    """The alarms of the whole fleet, or of one client's sites (without the operator's dashboard link)."""
+def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = ()) -> list[Alarm]:
+    """The alarms of the whole fleet, or of one client's sites (without the operator's dashboard link); each says
+    which of its suspects the stored `holds` hold."""
+    held = {(hold.type, hold.slug, hold.version) for hold in holds}
     return [
         Alarm(clean(alarm.site_name, 120), clean(alarm.site_url, 200), clean(alarm.saw, 300),
               clean(alarm.dashboard_page, 300) if client is None and alarm.dashboard_page else None,
               [UpdatedItem(s.type, clean(s.name or s.slug, 120), _version(s.from_version), _version(s.to_version),
-                           True) for s in alarm.suspects])
+                           True) for s in alarm.suspects],
+              [f"{clean(s.name or s.slug, 120)} {_version(s.to_version)}" for s in alarm.suspects
+               if (s.type, s.slug, s.to_version) in held])
         for alarm in found
         if client is None or alarm.client == client
     ]
@@ -344,7 +348,7 @@ def build_report(
     else:
         updated, updated_more = updated_sites(items, max_rows)
         not_done_rows = items
-    broken = alarms(summary.broken, client)
+    broken = alarms(summary.broken, client, summary.holds)
     return ReportData(
         client=clean(client, 120) if client is not None else None,
         run_id=clean(summary.run_id, 60),

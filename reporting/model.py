@@ -37,7 +37,7 @@ OUTCOME_TITLES = {
 OUTCOME_EXPLANATIONS = {
     Outcome.failed: "The update was attempted and the site reported an error.",
     Outcome.unknown: "The update was sent but no answer came back; the version is not known to have moved.",
-    Outcome.unchanged: "The site reported success but the installed version did not change.",
+    Outcome.unchanged: "No error was reported, but the installed version did not change.",
     Outcome.held: "Held back on purpose by the maintenance policy.",
     Outcome.delayed: "The new version is too recent; it becomes eligible on the date shown.",
     Outcome.ignored: "On the dashboard's ignore list.",
@@ -320,6 +320,14 @@ class Alarm:
     saw: str
     dashboard_page: str | None
     suspects: list[UpdatedItem]
+    held: list[str] = field(default_factory=list)  # "name version" of the suspects the nights' store now holds
+
+    @property
+    def holds_sentence(self) -> str:
+        """What is held because of this site, from the store itself: never a hold that was not written."""
+        if not self.held:
+            return "nothing is held because of it (no suspect was shown applied)"
+        return f"held fleet-wide from the next night: {', '.join(self.held)} (fleet holds list)"
 
 
 @dataclass

@@ -18,7 +18,7 @@ from fleet.summary import SiteCheck
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job
-from tasks.sync import SiteErrorIndex, describe
+from tasks.sync import SiteErrorIndex, describe, sync_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -70,6 +70,34 @@ async def dashboard_checks(
     await send_sized(sizer, "check", {None: [Work(site.id) for site in sites]}, check_call,
                      settings.concurrency)
     return checks
+
+
+def known_offline(failures: dict[int, tuple[str, str]]) -> list[int]:
+    """The sites a sync was refused for because the dashboard keeps them as known offline."""
+    return [site_id for site_id, (code, _) in failures.items() if code.endswith("site_offline")]
+
+
+async def revive_known_offline(
+    client: DashboardClient, sites: list[SiteRecord], failures: dict[int, tuple[str, str]],
+    settings: PipelineSettings, sizer: CallSizer | None = None,
+) -> tuple[dict[int, tuple[str, str]], set[int]]:
+    """Check once each site the dashboard refused as known offline (only a passing check clears the flag), and
+    sync the ones that answer: a site repaired since is maintained again instead of skipped night after night.
+    Returns the sync failures left and the sites revived."""
+    refused = set(known_offline(failures))
+    candidates = [site for site in sites if site.id in refused]
+    checks = await dashboard_checks(client, candidates, settings, sizer)
+    answering = [site for site in candidates if checks.get(site.id) is not None and checks[site.id].online]
+    again = await sync_sites(client, answering, settings, sizer) if answering else {}
+    revived = {site.id for site in answering if site.id not in again}
+    if revived:
+        step_logger().info("revived %d site(s) the dashboard kept as known offline (a check passed tonight): %s",
+                           len(revived), sorted(revived))
+    left = {site_id: failure for site_id, failure in failures.items() if site_id not in revived}
+    return left | again, revived
+
+
+revive_known_offline_task = task(revive_known_offline, name="revive-known-offline", **STEP_OPTIONS)
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from emulator.app import create_app
 from emulator.config import ALL_MODULES, EmulatorConfig
+from emulator.gateway import HEAD_LIMIT_BYTES
 
 app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
 
@@ -95,7 +96,8 @@ def serve(
         raise typer.BadParameter(str(error)) from None
     emulator = application.state.emulator
     server = uvicorn.Server(
-        uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+        uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
+                       h11_max_incomplete_event_size=HEAD_LIMIT_BYTES)
     )
 
     original_startup = server.startup

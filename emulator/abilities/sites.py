@@ -15,6 +15,7 @@ from emulator.abilities.shapes import (
     site_ref,
 )
 from emulator.jobs import child_outdated
+from emulator.operations import SiteUnavailable
 from emulator.records import Item, Site
 
 SITE_SCOPED = frozenset({
@@ -152,29 +153,26 @@ async def check_site(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
             "status": {"online": result.online, "http_code": result.http_code, "response_time": seconds}}
 
 
-def _plugin_action(ctx: AbilityContext, args: dict[str, Any], activate: bool) -> dict[str, Any]:
+async def _plugin_action(ctx: AbilityContext, args: dict[str, Any], activate: bool) -> dict[str, Any]:
     site = ctx.resolve_site(args["site_id_or_domain"])
-    done: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     verb = "activation" if activate else "deactivation"
-    for slug in args["plugins"]:
-        item = site.plugins.get(slug)
-        if item is None or not site.reachable:
-            reason = "Plugin not found on the site." if item is None else "The child site could not be reached."
-            errors.append({"slug": slug, "code": ctx.code(f"{verb}_failed"), "message": reason})
-            continue
-        item.active = activate
-        done.append(item_view(item))
-    ctx.state.save_site(site)
+    slugs = list(args["plugins"])
+    errors = [{"slug": slug, "code": ctx.code(f"{verb}_failed"), "message": "Plugin not found on the site."}
+              for slug in slugs if slug not in site.plugins]
+    try:
+        done = [item_view(item) for item in await ctx.ops.set_plugins_active(site, slugs, activate)]
+    except SiteUnavailable as error:
+        done = []
+        errors = [{"slug": slug, "code": ctx.code(f"{verb}_failed"), "message": error.message} for slug in slugs]
     return {"activated" if activate else "deactivated": done, "errors": errors}
 
 
 async def activate_site_plugins(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
-    return _plugin_action(ctx, args, True)
+    return await _plugin_action(ctx, args, True)
 
 
 async def deactivate_site_plugins(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
-    return _plugin_action(ctx, args, False)
+    return await _plugin_action(ctx, args, False)
 
 
 def _delete_items(ctx: AbilityContext, args: dict[str, Any], key: str) -> dict[str, Any]:

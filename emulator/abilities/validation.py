@@ -29,6 +29,9 @@ class InputDecodeError(ValueError):
     """The query's `input` could not be read as JSON or PHP bracket syntax."""
 
 
+PHP_MAX_INPUT_NESTING = 64  # php.ini's max_input_nesting_level
+
+
 def decode_query_input(pairs: list[tuple[str, str]]) -> Any:
     """`input` from a query string: URL-encoded JSON (`input={"a":1}`) or PHP brackets (`input[a][]=1`).
 
@@ -54,6 +57,8 @@ def decode_query_input(pairs: list[tuple[str, str]]) -> Any:
         parts = _BRACKETS.findall(key[len("input") :])
         if "".join(f"[{p}]" for p in parts) != key[len("input") :]:
             raise InputDecodeError(f"malformed input parameter {key!r}")
+        if len(parts) >= PHP_MAX_INPUT_NESTING:  # PHP drops such a variable before WordPress sees the request
+            continue
         if not isinstance(result, dict):
             result = {}
         _assign(result, parts, value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from emulator.operations import SiteUnavailable
 from emulator.records import Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, check_types, no_route
 from emulator.rest_v2.common import paged, queue_if_large, site_or_404
@@ -275,20 +276,14 @@ def _slugs_or_error(req: RestRequest, kind: str) -> list[str]:
     return slugs
 
 
-async def _plugin_toggle(req: RestRequest, active: bool | None) -> dict[str, Any]:
+async def _plugin_toggle(req: RestRequest, active: bool) -> dict[str, Any]:
     site = site_or_404(req)
     slugs = _slugs_or_error(req, "plugin")
-    data = []
-    for slug in slugs:
-        item = site.plugins.get(slug)
-        if item is None:
-            continue
-        if active is None:
-            del site.plugins[slug]
-        else:
-            item.active = active
-        data.append({"name": item.name, "version": item.version, "slug": slug})
-    req.state.save_site(site)
+    try:
+        changed = await req.ops.set_plugins_active(site, slugs, active)
+    except SiteUnavailable as error:
+        return {"success": 0, "data": {"error": error.message}, "site": site_simple(site)}
+    data = [{"name": item.name, "version": item.version, "slug": item.slug} for item in changed]
     return {"success": 1 if data else 0, "data": data, "site": site_simple(site)}
 
 
@@ -304,7 +299,14 @@ async def deactivate_plugins(req: RestRequest) -> dict[str, Any]:
 
 @routes.add("DELETE", rf"/sites/{ID}/plugins/delete")
 async def delete_plugins(req: RestRequest) -> dict[str, Any]:
-    return await _plugin_toggle(req, None)
+    site = site_or_404(req)
+    data = []
+    for slug in _slugs_or_error(req, "plugin"):
+        item = site.plugins.pop(slug, None)
+        if item is not None:
+            data.append({"name": item.name, "version": item.version, "slug": slug})
+    req.state.save_site(site)
+    return {"success": 1 if data else 0, "data": data, "site": site_simple(site)}
 
 
 @routes.add(EDITABLE, rf"/sites/{ID}/themes/activate")

@@ -91,7 +91,7 @@ async def import_users(req: RestRequest) -> dict[str, Any]:
     text = req.get("csv_file")
     if not isinstance(text, str) or not text.strip():
         raise missing_params(["csv_file"])
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = list(csv.reader(io.StringIO(text, newline=None)))  # \r, \n or \r\n end a line, as PHP's fgetcsv reads
     if req.boolean("has_header", True):
         rows = rows[1:]
     results = []

@@ -10,7 +10,7 @@ import time
 import httpx
 
 from emulator.config import EmulatorConfig
-from emulator.testing import InProcessEmulator
+from emulator.testing import EmulatorServer, InProcessEmulator
 from tests.emulator.abilities_harness import dashboard, run
 
 REAL_500_CODES = {
@@ -316,3 +316,43 @@ async def test_a_large_input_is_read_off_the_event_loop() -> None:
         answer = large.result()
     assert answer.status_code == 200 and answer.json()["total_errors"] >= 50_000 - 30
     assert len(latencies) >= 3 and max(latencies) < 1.0
+
+
+# ---- what an API fuzzer (schemathesis, from the real dashboard's OpenAPI file) found -------------------------
+
+
+async def test_a_csv_with_a_bare_carriage_return_is_read_as_php_reads_it(rw: httpx.AsyncClient) -> None:
+    csv_text = "username,email,role,site_ids\rann,ann@example.com,editor,1\rbob,bob@example.com,author,1"
+    answer = await rw.post("/svc/v2/users/import", json={"csv_file": csv_text, "has_header": True})
+    assert answer.status_code == 200, answer.text  # was a 500 (_csv.Error: new-line character in unquoted field)
+    assert len(answer.json()["data"]) == 2
+
+
+async def test_a_query_nested_past_phps_limit_is_dropped_not_a_500(lab: InProcessEmulator) -> None:
+    user = lab.credentials["application_password"]
+    key = "input[site_id_or_domain]" + "[x]" * 600
+    async with lab.client(auth=(user["username"], user["password"])) as abilities:
+        answer = await abilities.get("/wp-abilities/v1/abilities/svc/get-site-v1/run", params={key: "1"})
+    assert answer.status_code == 400, answer.text  # was a 500 (RecursionError); PHP drops the variable
+    assert answer.json()["code"] in ("ability_invalid_input", "rest_invalid_param")
+
+
+async def test_json_with_a_lone_surrogate_is_refused_as_json_decode_does(rw: httpx.AsyncClient) -> None:
+    before = (await rw.get("/svc/v2/sites/1")).json()["data"]["name"]
+    answer = await rw.post("/svc/v2/sites/1/edit", content=b'{"name": "bad \\ud800 name"}',
+                           headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400 and answer.json()["code"] == "rest_invalid_json"
+    assert answer.json()["data"]["json_error_code"] == 10  # JSON_ERROR_UTF16
+    assert (await rw.get("/svc/v2/sites/1")).json()["data"]["name"] == before  # was stored
+    paired = await rw.post("/svc/v2/sites/1/edit", content=b'{"name": "ok \\ud83d\\ude00"}',
+                           headers={"Content-Type": "application/json"})
+    assert paired.status_code == 200  # a surrogate pair is one character, as PHP decodes it
+
+
+async def test_a_request_line_past_nginxs_buffers_is_its_414_over_a_real_socket() -> None:
+    config = EmulatorConfig(namespace="svc", sites=5, seed=1)
+    async with EmulatorServer(config) as server, httpx.AsyncClient(base_url=server.base_url) as client:
+        answer = await client.get("/svc/v2/sites", params={"search": "x" * 20_000})
+        fine = await client.get("/svc/v2/sites", params={"search": "x" * 100})
+    assert answer.status_code == 414 and "414 Request-URI Too Large" in answer.text  # was a reset connection
+    assert fine.status_code in (200, 401)

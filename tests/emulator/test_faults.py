@@ -125,7 +125,10 @@ async def test_fleet_effects_match_the_rates_and_are_undone_on_switch() -> None:
         assert within(len(offline), len(reachable_before), PROFILES["hostile"].site_offline_rate)
         assert within(modes["fail"], pending, PROFILES["hostile"].update_failure_rate)
         assert within(modes["silent"], pending, PROFILES["hostile"].silent_failure_rate)
-        assert within(modes["break"], pending, PROFILES["hostile"].site_breaking_rate)
+        assert within(modes["break"] + modes["load"], pending, PROFILES["hostile"].site_breaking_rate)
+        assert modes["load"] and modes["break"]  # both kinds of bad release: load-time ones only of plugins, themes
+        assert all(key.split(":")[0] in ("plugin", "theme") for s in state.sites.values()
+                   for key, mode in s.fail_items.items() if mode == "load")
         victim = state.sites[min(offline)]
         async with board.client() as client:
             synced = (await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [victim.id]})).json()

@@ -123,11 +123,13 @@ async def test_a_450_site_job_runs_in_chunks_of_20_and_completes(board: Dashboar
     # six generated sites are unreachable: their syncs fail per site and the job still completes
     unreachable = {s.id for s in board.emulator.state.sites.values() if not s.reachable}
     assert unreachable and {e["site_id"] for e in done["errors"]} >= unreachable
-    assert {e["code"] for e in done["errors"]} <= {"sync_failed"}
+    assert {e["code"] for e in done["errors"]} <= {"sync_failed", "site_offline"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", done["completed_at"])
     chunks = (450 + 19) // 20
     outdated = sum(1 for s in board.emulator.state.sites.values() if child_outdated(s))
-    assert board.emulator.capacity.operations["sync"] == 450 - outdated
+    known_offline = sum(1 for s in board.emulator.state.sites.values() if s.offline_check_result == -1)
+    assert known_offline  # refused before any call to the child, as the real dashboard does
+    assert board.emulator.capacity.operations["sync"] == 450 - outdated - known_offline
     assert len({s["processed"] for s in seen[first_processing:]}) <= chunks
 
 

@@ -43,11 +43,17 @@ def page_url(board: Dashboard, site: Site, path: str = "") -> str:
     return template.format(host=site.domain).removeprefix(ROOT_URL) + path
 
 
+def loads(site: Site, item_type: str, slug: str) -> bool:
+    """A release breaks a site only where its code runs: core, an active plugin, the active theme."""
+    items = {"plugin": site.plugins, "theme": site.themes}.get(item_type)
+    return items is None or items[slug].active
+
+
 def healthy_site_with_plugin_update(board: Dashboard) -> tuple[Site, str]:
     state = board.emulator.state
     for site in state.sites.values():
         if site.reachable and site.child_connected and not site.suspended and not site.broken_by:
-            plugins = [u.slug for u in state.pending_updates(site, ("plugin",))]
+            plugins = [u.slug for u in state.pending_updates(site, ("plugin",)) if site.plugins[u.slug].active]
             if plugins:
                 return site, plugins[0]
     raise AssertionError("the generated fleet has no healthy site with a plugin update")
@@ -90,7 +96,8 @@ async def test_an_offline_site_answers_503_until_it_is_back(board: Dashboard, we
     back = await web.get(page_url(board, site))
     assert down.status_code == 200
     assert offline.status_code == 503 and "Retry-After" in offline.headers
-    assert truth["sites"][str(site.id)]["front_end"] == {"status": "down", "broken": False, "broken_by": None}
+    assert truth["sites"][str(site.id)]["front_end"] == {"status": "down", "broken": False, "broken_by": None,
+                                                         "dead_at_load": False, "fatal_by": None}
     assert back.status_code == 200
 
 
@@ -106,10 +113,10 @@ async def test_updating_a_marked_item_breaks_the_front_end_until_its_next_releas
     truth = (await web.get("/__emulator__/state", params={"site_ids": site.id}, headers=admin(board))).json()
     assert marked.status_code == 200 and before.status_code == 200
     assert [u["slug"] for u in updated["updated"]] == [slug]  # the update itself succeeded
-    assert broken.status_code == 200 and CRITICAL_ERROR in broken.text
+    assert broken.status_code == 500 and CRITICAL_ERROR in broken.text  # WP_Fatal_Error_Handler's status
     assert "<title>WordPress &rsaquo; Error</title>" in broken.text and site.name not in broken.text
     assert truth["sites"][str(site.id)]["front_end"] == {
-        "status": "broken", "broken": True, "broken_by": f"plugin:{slug}"}
+        "status": "broken", "broken": True, "broken_by": f"plugin:{slug}", "dead_at_load": False, "fatal_by": None}
     assert f"plugin:{slug}" not in truth["sites"][str(site.id)]["fail_items"]  # one bad release, not every one
 
     await web.post("/__emulator__/offers", headers=admin(board),
@@ -156,7 +163,7 @@ async def test_profiles_break_sites_at_their_rate_deterministically(name: str) -
             state = b.emulator.state
             pending = sum(len(state.pending_updates(s, respect_ignores=False)) for s in state.sites.values())
             marked = {(s.id, key) for s in state.sites.values()
-                      for key, mode in s.fail_items.items() if mode == "break"}
+                      for key, mode in s.fail_items.items() if mode in ("break", "load")}
             return marked, pending, b.emulator.faults.counts["items_breaking"]
 
     (first, pending, counted), (again, _, _) = await marks(), await marks()
@@ -170,8 +177,9 @@ async def test_a_profiles_breaks_show_after_the_fleet_is_updated_and_go_on_switc
         state = board.emulator.state
         ops = board.emulator.operations
         runnable = [s for s in state.sites.values() if s.reachable and s.child_connected and not s.suspended]
-        expected = {s.id for s in runnable
-                    if any(s.fail_items.get(f"{u.type}:{u.slug}") == "break" for u in state.pending_updates(s))}
+        expected = {s.id for s in runnable if any(
+            s.fail_items.get(f"{u.type}:{u.slug}") in ("break", "load") and loads(s, u.type, u.slug)
+            for u in state.pending_updates(s))}
         await ops.update_sites(runnable)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL) as web:
             answers = {s.id: await web.get(page_url(board, s)) for s in runnable}
@@ -180,7 +188,7 @@ async def test_a_profiles_breaks_show_after_the_fleet_is_updated_and_go_on_switc
             after = {s.id: (await web.get(page_url(board, s))).status_code for s in runnable}
     broken = {i for i, answer in answers.items() if CRITICAL_ERROR in answer.text}
     assert expected and broken == expected
-    assert all(answers[i].status_code == 200 for i in broken)
+    assert all(answers[i].status_code == 500 for i in broken)  # WP_Fatal_Error_Handler's status
     assert {int(i) for i, s in truth.items() if s["front_end"]["broken"]} == expected
     assert set(after.values()) == {200}
 
@@ -196,7 +204,7 @@ async def test_site_pages_over_a_real_socket() -> None:
             server.emulator.operations.set_reachable(site, False)
             down = await client.get(url)
     assert healthy.status_code == 200 and f"<title>{site.name}</title>" in healthy.text
-    assert broken.status_code == 200 and CRITICAL_ERROR in broken.text
+    assert broken.status_code == 500 and CRITICAL_ERROR in broken.text  # WP_Fatal_Error_Handler's status
     assert down.status_code == 503
 
 

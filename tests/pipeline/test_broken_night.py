@@ -51,7 +51,7 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
     victim_name = next(site.site_name for site in summary.sites if site.site_id == victim["id"])
     assert victim_name in state.message and "broke 1 site" in state.message
     [broken] = summary.broken
-    assert broken.site_id == victim["id"] and "critical error" in broken.saw
+    assert broken.site_id == victim["id"] and "critical error" in broken.saw and "HTTP 500" in broken.saw
     assert broken.dashboard_page.endswith(f"/wp-admin/admin.php?page=managesites&dashboard={victim['id']}")
     suspect = next(s for s in broken.suspects if s.slug == slug)
     assert suspect.to_version == version and suspect.from_version and suspect.outcome is Outcome.updated
@@ -114,3 +114,37 @@ def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(das
     summary = Summary.read(Path(summary_line.removeprefix("summary: ")))
     assert [alarm.site_id for alarm in summary.broken] == [victim["id"]]
     assert summary.broken[0].site_name in line
+
+
+async def test_a_fatal_at_load_is_kept_as_evidence_and_the_repaired_site_is_maintained_again(dashboard, tmp_path: Path):
+    """The harder bad release: the update is answered `updated`, then the site's pages AND its MainWP Child die, the
+    night's own check marks the site known offline (the dashboard refuses it from then on), the answer is kept as
+    the evidence; once repaired, the next night checks the refused site, finds it answering and maintains it."""
+    emulator = dashboard(sites=12, seed=4)
+    truth = emulator.truth()
+    slug, version, offering = shared_plugin(truth)
+    victim = next(site for site in offering if site["plugins"][slug]["active"])
+    emulator.post("faults/items", {"site_id": victim["id"], "type": "plugin", "slug": slug, "mode": "load"})
+    selection = Selection(sites=[str(victim["id"])])
+
+    state = await nightly_maintenance(selection=selection, report_dir=str(tmp_path / "first"), return_state=True)
+
+    assert state.is_failed()
+    summary = Summary.read(Path((await state.result(raise_on_failure=False)).summary_path))
+    [broken] = summary.broken
+    assert broken.site_id == victim["id"] and "HTTP 500" in broken.saw
+    after = emulator.truth()["sites"][str(victim["id"])]
+    assert after["front_end"] == {"status": "broken", "broken": True, "broken_by": None, "dead_at_load": True,
+                                  "fatal_by": f"plugin:{slug}"}
+    assert after["plugins"][slug]["version"] == version  # installed: the dashboard answered it updated
+    assert after["offline_check_result"] == -1  # the night's own check: known offline from now on
+    item = next(item for item in summary.items if item.slug == slug)  # the answer is the only evidence left
+    assert item.outcome is Outcome.updated and item.to_version == version and "not verified" in item.reason
+
+    emulator.post("sites/repair", {"site_id": victim["id"]})  # the operator renames the plugin's folder
+    assert emulator.truth()["sites"][str(victim["id"])]["offline_check_result"] == -1  # still refused by the dashboard
+    second = Summary.read(Path(await nightly_maintenance(selection=selection, report_dir=str(tmp_path / "second"))))
+    [site] = second.sites
+    assert site.status == "online" and site.revived  # checked once, answering: synced and maintained again
+    assert not [item for item in second.items if item.outcome is Outcome.skipped]
+    assert [item for item in second.items if item.outcome is Outcome.updated]

@@ -18,6 +18,8 @@ async def page(request):
         return HTMLResponse("<html><body>Welcome</body></html>")
     if host == "fatal.example":
         return HTMLResponse("<p>There has been a critical error on this website.</p>", status_code=200)
+    if host == "fatal-500.example":  # WP_Fatal_Error_Handler's own status
+        return HTMLResponse("<p>There has been a critical error on this website.</p>", status_code=500)
     if host == "raw-php.example":
         return HTMLResponse("<br />\n<b>Fatal error</b>:  Uncaught Error: Call to undefined function", 200)
     if host == "moved.example":
@@ -47,6 +49,12 @@ async def test_fatal_error_pages_served_with_200_fail():
     assert not critical.ok and critical.http_code == 200
     assert "critical error on this website" in critical.error
     assert not (await probe("http://raw-php.example/")).ok
+
+
+async def test_a_critical_error_page_sent_with_500_is_named_as_one():
+    critical = await probe("http://fatal-500.example/")
+    assert not critical.ok and critical.http_code == 500
+    assert "critical error on this website" in critical.error and "HTTP 500" in critical.error
 
 
 async def test_non_2xx_and_timeouts_fail():

@@ -4,7 +4,7 @@ happens next for a client, ignored and excluded items as one sentence for a clie
 from __future__ import annotations
 
 from fleet.summary import Outcome, UpdateType
-from reporting.aggregate import items_frame, left_out_sentence, not_done
+from reporting.aggregate import alarms, items_frame, left_out_sentence, not_done
 from reporting.model import Headline, NotDoneRow
 from reporting.rows import ItemRow
 from reporting.run_report import OPERATOR, RenderedRun
@@ -86,3 +86,21 @@ def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendere
             assert not any(words in text for words in ("cURL error", "PHP Fatal", "Could not copy file",
                                                        "global ignore list", "rule:")), (report.name, suffix)
             assert 'data-row="ignored"' not in text and 'data-row="excluded"' not in text
+
+
+def test_the_sentence_about_holds_is_made_from_the_holds_stored() -> None:
+    from datetime import date
+
+    from fleet.summary import NightHold, SiteAlarm, Suspect
+
+    alarm = SiteAlarm(site_id=1, site_url="https://a.example/", site_name="A", client=None, saw="HTTP 500",
+                      suspects=[Suspect(type=UpdateType.plugin, slug="forms", name="Forms", from_version="1.0",
+                                        to_version="1.2", outcome=Outcome.updated)])
+    hold = NightHold(type=UpdateType.plugin, slug="forms", name="Forms", version="1.2", reason="broke A",
+                     since=date(2026, 11, 24))
+    [stored] = alarms([alarm], None, [hold])
+    [none] = alarms([alarm], None, [])
+    [other] = alarms([alarm], None, [hold.model_copy(update={"version": "1.1"})])
+    assert stored.holds_sentence == "held fleet-wide from the next night: Forms 1.2 (fleet holds list)"
+    assert none.holds_sentence == other.holds_sentence == ("nothing is held because of it (no suspect was shown "
+                                                           "applied)")
