@@ -22,6 +22,7 @@ from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.approval import awaiting, gate_timeout, settle
 from fleet.call_sizing import CallSizer
+from fleet.containment import TonightsBreaks, newly_broken
 from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.fan_out import fan_out
 from fleet.job_journal import JobJournal
@@ -34,7 +35,7 @@ from fleet.reconcile import summary_item
 from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
 from fleet.settings import PipelineSettings
-from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck
+from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck, UpdateType
 from fleet.windows import place_in_windows
 from flows.approval import ask_for_approval
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
@@ -83,6 +84,7 @@ class Night:
     run_id: str
     sizer: CallSizer
     progress: NightProgress = field(default_factory=NightProgress)
+    breaks: TonightsBreaks = field(default_factory=TonightsBreaks)
 
 
 def run_identity(started: datetime) -> str:
@@ -177,16 +179,32 @@ async def run_lane(
     then checks and a re-sync of the sites something was applied to, a fresh list and reconcile."""
     result = CohortResult()
     calls: list[CallResult] = []
+    sites = {site.id: site for site in lane.sites}
+    held: dict[tuple[int, UpdateType, str], str] = {}  # items not sent: tonight's breaks stop them
     before = await probe_before_updates_task(quote(lane.sites), settings, label=lane.label) if run_checks else {}
     for type_ in APPLY_ORDER:
-        typed = lane.items_of(type_)
-        if typed:
-            type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), night.run_id,
-                                                    settings, untouchable=quote(lane.untouchable.get(type_, {})),
-                                                    label=lane.label, sizer=quote(night.sizer),
-                                                    progress=quote(night.progress))
-            calls += type_calls
-            result.jobs += await wait_for_update_jobs(client, type_calls, settings)
+        typed = []
+        untouchable = {site_id: list(slugs) for site_id, slugs in lane.untouchable.get(type_, {}).items()}
+        for item in lane.items_of(type_):
+            why = night.breaks.why_not_sent(item)
+            if why is None:
+                typed.append(item)
+            else:
+                held[(item.site_id, item.type, item.slug)] = why
+                untouchable.setdefault(item.site_id, []).append(item.slug)
+        if not typed:
+            continue
+        type_calls = await execute_updates_task(client, quote(typed), type_, quote(lane.sites), night.run_id,
+                                                settings, untouchable=quote(untouchable), label=lane.label,
+                                                sizer=quote(night.sizer), progress=quote(night.progress))
+        calls += type_calls
+        result.jobs += await wait_for_update_jobs(client, type_calls, settings)
+        if before:  # probed after each step, so that a break is tied to one step and stopped there
+            stepped = [sites[site_id] for site_id in {item.site_id for item in typed}]
+            after = await probe_before_updates_task(quote(stepped), settings, label=f"{lane.label}-{type_.value}")
+            for site_id in newly_broken(before, after):
+                night.breaks.learn(site_id, sites[site_id].name, type_.value,
+                                   [item for item in typed if item.site_id == site_id])
     touched = worked_on(calls)
     resync = [site for site in lane.sites if site.id in touched]
     if run_checks:
@@ -200,8 +218,12 @@ async def run_lane(
     result.resynced = len(resync)
     after = await detect_updates_task(client, quote(lane.site_ids), settings.concurrency,
                                       label=f"after-updates-{lane.label}")
-    result.items = await reconcile_task(quote(lane.items), quote(lane.sites), quote(calls), quote(result.jobs),
+    sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in held]
+    result.items = await reconcile_task(quote(sent), quote(lane.sites), quote(calls), quote(result.jobs),
                                         quote(failures), quote(after), label=lane.label)
+    result.items += [summary_item(item, sites[item.site_id], Outcome.held, held[(item.site_id, item.type, item.slug)],
+                                  rule="broken_tonight")
+                     for item in lane.items if (item.site_id, item.type, item.slug) in held]
     return result
 
 

@@ -4,30 +4,18 @@ the site until a check succeeds; plugin (de)activation that changes the site for
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
 
-from emulator.config import EmulatorConfig
 from emulator.faults import PROFILES
 from emulator.operations import CHILD_NOT_DETECTED, KNOWN_OFFLINE
 from emulator.records import Site
-from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
+from tests.emulator import test_site_pages
+from tests.emulator.abilities_harness import ROOT_URL, Dashboard, run
 from tests.emulator.test_site_pages import admin, healthy_site_with_plugin_update, page_url
 
-
-@pytest.fixture
-async def board() -> AsyncIterator[Dashboard]:
-    async with dashboard(EmulatorConfig(namespace="svc", sites=30, seed=4, time_scale=1e-6), lifespan=False) as b:
-        yield b
-
-
-@pytest.fixture
-async def web(board: Dashboard) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL) as client:
-        yield client
+board, web = test_site_pages.board, test_site_pages.web  # the same fleet and public web as the pages' tests
 
 
 async def mark(web: httpx.AsyncClient, board: Dashboard, site: Site, slug: str, mode: str) -> None:

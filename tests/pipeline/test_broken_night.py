@@ -148,3 +148,30 @@ async def test_a_fatal_at_load_is_kept_as_evidence_and_the_repaired_site_is_main
     assert site.status == "online" and site.revived  # checked once, answering: synced and maintained again
     assert not [item for item in second.items if item.outcome is Outcome.skipped]
     assert [item for item in second.items if item.outcome is Outcome.updated]
+
+
+async def test_a_version_that_broke_a_site_is_not_sent_again_tonight_nor_anything_more_to_that_site(
+    dashboard, tmp_path: Path
+):
+    emulator = dashboard(sites=12, seed=4)
+    truth = emulator.truth()
+    slug, version, offering = shared_plugin(truth)
+    active = [site for site in offering if site["plugins"][slug]["active"]]
+    victim, later = active[0], active[1]
+    emulator.post("faults/items", {"site_id": victim["id"], "type": "plugin", "slug": slug, "mode": "break"})
+    policy = tmp_path / "policy.yaml"  # the victim first, the other site in a later cohort of the same night
+    policy.write_text(f'rollout:\n  cohorts: ["site:{victim["id"]}", "rest"]\n  failure_budget: 10\n')
+
+    state = await nightly_maintenance(selection=Selection(sites=[str(victim["id"]), str(later["id"])]),
+                                      policy_file=str(policy), report_dir=str(tmp_path / "r"), return_state=True)
+
+    summary = Summary.read(Path((await state.result(raise_on_failure=False)).summary_path))
+    [broken] = summary.broken
+    assert broken.site_id == victim["id"]
+    by_site = {(item.site_id, item.slug): item for item in summary.items}
+    spared = by_site[(later["id"], slug)]
+    assert spared.outcome is Outcome.held and f"broke {broken.site_name}" in spared.reason  # not sent to the next site
+    assert emulator.truth()["sites"][str(later["id"])]["plugins"][slug]["version"] != version
+    after_break = [item for item in summary.items if item.site_id == victim["id"] and item.type.value in
+                   ("theme", "core")]  # the steps after the plugins' step
+    assert all(item.outcome is Outcome.held and "nothing more was sent" in item.reason for item in after_break)

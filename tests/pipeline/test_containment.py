@@ -1,0 +1,29 @@
+"""Tonight's breaks, without Prefect: which sites broke after a step, and what is then not sent."""
+
+from __future__ import annotations
+
+from fleet.containment import TonightsBreaks, newly_broken
+from fleet.plan import Decision, PlanItem
+from fleet.site_probe import ProbeResult
+from fleet.summary import UpdateType
+
+OK, DOWN = ProbeResult(ok=True, http_code=200), ProbeResult(ok=False, http_code=500, error="HTTP 500")
+
+
+def item(site_id: int, slug: str, to_version: str, type_: UpdateType = UpdateType.plugin) -> PlanItem:
+    return PlanItem(site_id=site_id, type=type_, slug=slug, name=slug, from_version="1.0", to_version=to_version,
+                    decision=Decision.apply)
+
+
+def test_only_a_site_that_passed_before_and_fails_now_broke_tonight() -> None:
+    before = {1: OK, 2: DOWN, 3: OK}
+    assert newly_broken(before, {1: DOWN, 2: DOWN, 3: OK, 4: DOWN}) == {1}  # 2 was down, 4 never probed before
+
+
+def test_a_broken_site_gets_nothing_more_and_its_versions_go_nowhere_else_tonight() -> None:
+    breaks = TonightsBreaks()
+    breaks.learn(1, "Shop", "plugin", [item(1, "forms", "2.0"), item(1, "cache", "")])
+    assert "nothing more was sent" in breaks.why_not_sent(item(1, "astra", "4.0", UpdateType.theme))
+    assert breaks.why_not_sent(item(2, "forms", "2.0")) == "held tonight: version 2.0 broke Shop earlier in this night"
+    assert breaks.why_not_sent(item(2, "forms", "2.1")) is None  # another version of it is not the bad one
+    assert breaks.why_not_sent(item(2, "cache", "")) is None  # a version not known is never matched
