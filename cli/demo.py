@@ -68,7 +68,9 @@ def run_demo(
     # The demo never sends mail: the messages are written as .eml files beside the summary.
     mail = {"FLEET_SMTP_HOST": "", "FLEET_REPORT_TO": os.environ.get("FLEET_REPORT_TO") or "operator@example.com"}
     results = []
-    with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **mail}):
+    scaled = {"FLEET_TIME_SCALE": str(config.time_scale)}  # the night on the emulator's clock
+    with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **scaled,
+                                                        **mail}):
         for _ in range(nights):
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))

@@ -192,6 +192,7 @@ def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str,
         "application_password": dict(boot["application_password"]),
         "admin_token": admin_token,
         "site_url_template": site_url_template(root.removesuffix("/wp-json")),
+        "time_scale": state.config.time_scale,  # its clock against the wall: the night's FLEET_TIME_SCALE
     }
 
 

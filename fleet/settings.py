@@ -34,6 +34,12 @@ class PipelineSettings(BaseSettings):
         description="No call may need longer than this: calls are sized from the time per site (or item) the "
         "dashboard's answers showed, well under a 60 s gateway. 0 = no sizing (calls of FLEET_SITES_PER_CALL).",
     )
+    time_scale: float = Field(
+        1.0, gt=0,
+        description="The dashboard's clock against the wall: 1 for a real dashboard, an emulator's --time-scale "
+        "(its credentials file says it). The call budget, the quiet wait and the job deadline are in the "
+        "dashboard's seconds and are multiplied by it, so no other time setting needs scaling by hand.",
+    )
     quiet_wait_seconds: float = Field(
         900, gt=0,
         description="After a write whose answer was lost (504, timeout), how long to wait at most for its sites "
@@ -97,7 +103,20 @@ class PipelineSettings(BaseSettings):
         A per-call cap raised above the dashboard's threshold asks for update calls that queue batch jobs:
         those carry that many sites, unsized, as every call does with the budget at 0.
         """
-        return CallSizer(self.call_budget_seconds, self.sites_per_call, self.batch_threshold)
+        return CallSizer(self.call_budget, self.sites_per_call, self.batch_threshold)
+
+    @property
+    def call_budget(self) -> float:
+        """`call_budget_seconds` on the wall clock the answers' `elapsed` is measured in."""
+        return self.call_budget_seconds * self.time_scale
+
+    @property
+    def quiet_wait(self) -> float:
+        return self.quiet_wait_seconds * self.time_scale
+
+    @property
+    def job_deadline(self) -> float:
+        return self.job_deadline_seconds * self.time_scale
 
     @property
     def state_path(self) -> Path:

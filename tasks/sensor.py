@@ -64,7 +64,7 @@ async def wait_for_batch_job(
         return f"{kind} job {job_id}: {last.status.value}, {tally.describe('site(s)')}, {last.failed} failed"
 
     policy = WaitPolicy(
-        deadline=settings.job_deadline_seconds,
+        deadline=settings.job_deadline,
         poll_interval=settings.job_poll_seconds,
         max_poll_interval=max(settings.job_poll_seconds, min(30.0, settings.job_poll_seconds * 6)),
         stall_after=settings.stall_after_seconds,

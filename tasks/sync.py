@@ -72,7 +72,7 @@ async def wait_for_quiet_sites(
     async with heartbeat(step_logger(), lambda: f"{operation} on site(s) {site_ids} to go quiet after a lost answer",
                          settings.progress_seconds):
         return await wait_until_quiet(read, settle=sizer.settle_seconds(operation, site_ids),
-                                      bound=settings.quiet_wait_seconds, done=all_landed)
+                                      bound=settings.quiet_wait, done=all_landed)
 
 
 class SyncReading(NamedTuple):
@@ -123,7 +123,7 @@ async def settle_lost_sync(
     async with heartbeat(step_logger(), lambda: f"sync of site(s) {site_ids}: reading the sites after a lost answer",
                          settings.progress_seconds):
         quiet = await wait_until_quiet(read, settle=sizer.settle_seconds("sync", site_ids),
-                                       bound=settings.quiet_wait_seconds, done=lambda state: all(map(settled, state)))
+                                       bound=settings.quiet_wait, done=lambda state: all(map(settled, state)))
     failures: dict[int, tuple[str, str]] = {}
     for reading in quiet.state:
         if reading.sync_errors:

@@ -247,3 +247,24 @@ async def test_slow_sites_translations_are_all_applied_and_accounted_for(dashboa
     mine = [item for item in summary.items if item.site_id in {s["id"] for s in slow} and item.rule is None]
     assert mine and {item.outcome for item in mine} == {Outcome.updated}
 
+
+
+def test_one_time_knob_scales_every_setting_in_the_dashboards_seconds(monkeypatch) -> None:
+    monkeypatch.setenv("FLEET_TIME_SCALE", "0.004")
+    for name in ("FLEET_CALL_BUDGET_SECONDS", "FLEET_QUIET_WAIT_SECONDS", "FLEET_JOB_DEADLINE_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    settings = PipelineSettings()
+    assert (settings.call_budget, settings.quiet_wait, settings.job_deadline) == pytest.approx((0.08, 3.6, 50.4))
+    assert settings.call_sizer().budget == pytest.approx(0.08)
+    assert PipelineSettings.model_validate(settings.model_dump()).call_budget == pytest.approx(0.08)  # once only
+
+
+async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashboard, monkeypatch):
+    """No time setting by hand: the emulator's credentials give the scale, and the defaults do the rest."""
+    emulator = dashboard(sites=120, seed=6, time_scale=0.004)
+    monkeypatch.delenv("FLEET_CALL_BUDGET_SECONDS")
+    monkeypatch.setenv("FLEET_TIME_SCALE", str(emulator.server.credentials["time_scale"]))
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
+    capacity = emulator.truth()["capacity"]
+    assert capacity["gateway_timeouts"] == 0
+    assert_every_item_accounted(summary, plan)
