@@ -108,6 +108,7 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
             "application_password",
             "admin_token",
             "site_url_template",
+            "time_scale",
         }
         count = httpx.get(
             creds["base_url"] + "/mainwp/v2/sites/count",
@@ -120,6 +121,7 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
         names = {a["name"].split("/")[0] for a in listed}
         assert names == {"mainwp", "core"}  # what the official MainWP MCP server looks for
         assert creds["site_url_template"] == f"http://127.0.0.1:{port}/__sites__/{{host}}/"
+        assert creds["time_scale"] == 1.0  # the night's FLEET_TIME_SCALE against this emulator
         admin = {"X-Emulator-Token": creds["admin_token"]}
         truth = httpx.get(f"http://127.0.0.1:{port}/__emulator__/state", headers=admin)
         up = next(s for s in truth.json()["sites"].values() if s["front_end"]["status"] == "up")
