@@ -160,3 +160,21 @@ def test_a_client_reads_held_and_skipped_items_without_another_clients_site_or_a
                                                     "night_hold", "fleet holds")), suffix
     operator = body(rendered, rendered.operator, ".txt")
     assert "[mainwp_sync_failed]" in operator and "failed on 3 sites: Download failed" in operator
+
+
+def test_a_report_with_no_site_checked_says_so_rather_than_0_of_0(tmp_path) -> None:
+    from datetime import date
+
+    from reporting.run_report import render_reports
+    from tests.reporting.builder import build_summary
+
+    summary = build_summary(date(2026, 3, 9), xss_probe=False)
+    birch = {site.site_id for site in summary.sites if site.client == "Birch & Co Architects"}
+    summary.sites = [site.model_copy(update={"status": "offline", "check": None}) if site.site_id in birch else site
+                     for site in summary.sites]
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    client = next(report for report in rendered.reports if report.name == "Birch & Co Architects")
+    for suffix in (".txt", ".html", ".md"):
+        text = body(rendered, client, suffix)
+        assert "No site could be checked after the updates." in text and "0 of 0" not in text, suffix
