@@ -177,4 +177,4 @@ def test_a_report_with_no_site_checked_says_so_rather_than_0_of_0(tmp_path) -> N
     client = next(report for report in rendered.reports if report.name == "Birch & Co Architects")
     for suffix in (".txt", ".html", ".md"):
         text = body(rendered, client, suffix)
-        assert "No site could be checked after the updates." in text and "0 of 0" not in text, suffix
+        assert "No site was checked after the updates." in text and "0 of 0" not in text, suffix
