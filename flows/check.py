@@ -6,10 +6,10 @@ from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
 
-from dashboard.block import DashboardConnection
 from fleet.plan import SiteStatus
 from fleet.settings import PipelineSettings
 from fleet.summary import Selection, Site
+from flows.parameters import SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 
@@ -17,7 +17,7 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardConnection | None = None,
+    dashboard: SavedDashboard = None,
 ) -> list[Site]:
     """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
     shown in a table artifact).

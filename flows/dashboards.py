@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
-from prefect_email import EmailServerCredentials
 
 from fleet.estate import DashboardNight, Estate
 from fleet.summary import Selection
+from flows.parameters import SavedEmailServer
 from flows.report import mail_settings
 from flows.update import pipeline_settings, run_identity
 from tasks.dashboards import (
@@ -37,7 +37,7 @@ async def maintain_dashboards(
     policy_file: str = "",
     report_dir: str = "",
     send_report: bool = True,
-    email_block: EmailServerCredentials | None = None,
+    email_block: SavedEmailServer = None,
     environment: dict[str, dict[str, str]] | None = None,
     deployment: str = NIGHT_DEPLOYMENT,
     lock_wait_seconds: float = 60.0,

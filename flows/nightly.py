@@ -6,14 +6,11 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from prefect import flow
-from prefect_email import EmailServerCredentials
 
-from dashboard.block import DashboardConnection
 from fleet.breakage import SitesBrokenByRun, broken_message
 from fleet.summary import Selection
+from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
 from tasks.alert import alert_operator
 
@@ -24,12 +21,10 @@ async def nightly_maintenance(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    # `X | None`: the Prefect UI offers "None" (the default, accepted by its validation) beside the block's
-    # picker of saved blocks and the date picker; None means the FLEET_* environment, or now.
-    dashboard: DashboardConnection | None = None,
+    dashboard: SavedDashboard = None,  # the pickers' types: see flows/parameters.py
     send_report: bool = True,
-    email_block: EmailServerCredentials | None = None,
-    at: datetime | None = None,
+    email_block: SavedEmailServer = None,
+    at: PlanMoment = None,
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 

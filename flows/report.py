@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import flow
 from prefect_email import EmailServerCredentials
 
+from flows.parameters import SavedEmailServer
 from reporting.run_report import ReportResult
 from reporting.settings import MailSettings
 from tasks.report import report_run
@@ -20,7 +21,7 @@ def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
 async def report(
     run_dir: str,
     send: bool = False,
-    email_block: EmailServerCredentials | None = None,
+    email_block: SavedEmailServer = None,
 ) -> ReportResult:
     """Render the operator's and the clients' reports; with `send`, deliver them and record each recipient.
 

@@ -14,6 +14,7 @@ from fleet.fan_out import chunked, fan_out
 from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from fleet.settings import PipelineSettings
 from fleet.summary import Client, Selection
+from flows.parameters import SavedDashboard
 from tasks.detect import apply_sync_failures, load_fleet_task
 from tasks.sync import sync_sites_task
 
@@ -72,7 +73,7 @@ async def sync_selected(
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dashboard: DashboardConnection | None = None,
+    dashboard: SavedDashboard = None,
 ) -> dict[str, int]:
     """Sync the selected sites now; returns how many sites ended in each status.
 

@@ -38,6 +38,7 @@ from fleet.settings import PipelineSettings
 from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck, UpdateType
 from fleet.windows import place_in_windows
 from flows.approval import ask_for_approval
+from flows.parameters import PlanMoment, SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import (
     check_sites_task,
@@ -410,8 +411,8 @@ async def update_fleet(
     dry_run: bool = False,
     policy_file: str = "",
     report_dir: str = "",
-    dashboard: DashboardConnection | None = None,
-    at: datetime | None = None,
+    dashboard: SavedDashboard = None,
+    at: PlanMoment = None,
 ) -> str:
     """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
 

@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
+from fleet.policy import Rule
 from fleet.reconcile import DRY_RUN_RULE
 from fleet.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from reporting.history import as_utc
@@ -176,11 +177,43 @@ def _why(row: object, with_rule: bool) -> str:
     return " · ".join(part for part in parts if part)
 
 
-def next_step(row: object, held: dict[tuple[str, str, str], str]) -> str:
-    """What happens next to an item that was not installed, in a client's words: no error codes, no rules."""
+def held_in_plain_words(hold: NightHold) -> str:
+    """Why the nights hold a version, for a client: what happened and when, never the other site nor its error.
+
+    The stored reasons are `fleet.holds.bad_versions`' ("broke SITE: what was seen", "failed on N sites: error")."""
+    when = f"{hold.since:%d %b %Y}"
+    failed = re.match(r"failed on (\d+) sites", hold.reason)
+    if failed:
+        return f"it failed to install on {failed[1]} sites on {when}"
+    if hold.reason.startswith("broke "):
+        return f"it broke a website it was installed on, on {when}"
+    return f"it caused a problem on another website on {when}"
+
+
+SKIPPED_NEXT_STEP = {
+    "offline": "The site could not be reached: its updates are tried again next night.",
+    "disconnected": "The site could not be reached: its updates are tried again next night.",
+    "suspended": "Maintenance of this site is paused: its updates wait until it is resumed.",
+    "child_too_old": "The site's maintenance plugin (MainWP Child) is too old to take updates: they wait until "
+                     "it is updated.",
+}
+
+
+def next_step(row: object, held: dict[tuple[str, str, str], str], statuses: dict[int, str]) -> str:
+    """Why an item was not installed and what happens next, in a client's words: no error codes, no rule names,
+    no other client's site (`held`: each held version's why, in plain words; `statuses`: each site's status)."""
     hold = held.get((str(row.type), row.slug, row.to_version or ""))
+    if row.outcome == Outcome.skipped:
+        return SKIPPED_NEXT_STEP.get(statuses.get(row.site_id, ""), SKIPPED_NEXT_STEP["disconnected"])
+    if row.outcome == Outcome.held:
+        if row.rule != Rule.night_hold:
+            return _why(row, with_rule=False)  # the policy's hold: the operator's own words
+        return (f"Held back on every site we maintain: {hold or 'it caused a problem on another website'}. "
+                "We will install the next release once it is out.")
+    if row.outcome not in CLIENT_NEXT_STEP:
+        return _why(row, with_rule=False)
     if hold is not None:
-        return (f"Not installed. This version is held back on every site we maintain ({clean(hold, 200)}); "
+        return (f"Not installed. This version is held back on every site we maintain ({hold}); "
                 "we will install the next release once it is out.")
     if row.outcome == Outcome.unknown:
         return "We could not confirm that it was installed: it is checked, and tried again if needed, next night."
@@ -192,9 +225,10 @@ LEFT_OUT = (Outcome.ignored, Outcome.excluded)  # the operator's business: a cli
 
 
 def not_done(frame: pd.DataFrame, limit: int, *, client: bool = False,
-             held: dict[tuple[str, str, str], str] | None = None) -> list[NotDoneGroup]:
+             held: dict[tuple[str, str, str], str] | None = None,
+             statuses: dict[int, str] | None = None) -> list[NotDoneGroup]:
     """Every item not updated, by outcome, with why: the same item with the same reason on several sites is one
-    row that names them. A client reads what happens next instead of the dashboard's error (and no rule names)."""
+    row that names them. A client reads what happens next instead of the dashboard's error (see `next_step`)."""
     groups = []
     for outcome in NOT_DONE_ORDER:
         rows = frame[frame["outcome"] == outcome]
@@ -202,7 +236,7 @@ def not_done(frame: pd.DataFrame, limit: int, *, client: bool = False,
             continue
         grouped: dict[tuple, NotDoneRow] = {}
         for row in rows.sort_values(["type", "name", "site_name", "site_id"]).itertuples():
-            why = next_step(row, held or {}) if client and outcome in CLIENT_NEXT_STEP else _why(row, not client)
+            why = next_step(row, held or {}, statuses or {}) if client else _why(row, with_rule=True)
             key = (row.type, row.slug, row.from_version, row.to_version, why, row.until)
             if key not in grouped:
                 grouped[key] = NotDoneRow([], row.type, clean(row.name, 120), _version(row.from_version),
@@ -373,7 +407,9 @@ def build_report(
         updated=updated,
         updated_more=updated_more,
         not_done=not_done(not_done_rows, max(10, max_rows // 4), client=client is not None,
-                          held={(str(hold.type), hold.slug, hold.version): hold.reason for hold in summary.holds}),
+                          held={(str(hold.type), hold.slug, hold.version): held_in_plain_words(hold)
+                                for hold in summary.holds},
+                          statuses={site.site_id: site.status for site in sites}),
         left_out=left_out_sentence(not_done_rows) if client is not None else "",
         plugin_failures=plugin_failures(items, 15),
         checks=checks,

@@ -184,7 +184,8 @@ async def test_each_custom_run_form_submits_as_it_opens(prefect_ui: PrefectUI, b
 
 
 async def test_a_picked_dashboard_block_reaches_the_run(prefect_ui: PrefectUI, browser: Any) -> None:
-    deployment = "check-fleet/check_fleet"
+    """The nightly form, whose other pickers (the e-mail block, the date) must not block it once one is chosen."""
+    deployment = "nightly-maintenance/nightly"
     page = await open_run_form(browser, prefect_ui, deployment)
     field = page.locator(".schema-form-property").filter(has_text="dashboard (Optional)").first
     await field.get_by_role("button", name="DashboardConnection", exact=True).click()
@@ -200,3 +201,4 @@ async def test_a_picked_dashboard_block_reaches_the_run(prefect_ui: PrefectUI, b
     await option.click()
     run = await submit_and_read(page, prefect_ui, deployment)
     assert run["parameters"]["dashboard"] == {"$ref": {"block_document_id": prefect_ui.block_id}}
+    assert (run["parameters"]["email_block"], run["parameters"]["at"]) == (None, None)

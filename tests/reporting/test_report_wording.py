@@ -3,7 +3,7 @@ happens next for a client, ignored and excluded items as one sentence for a clie
 
 from __future__ import annotations
 
-from fleet.summary import Outcome, UpdateType
+from fleet.summary import Item, Outcome, UpdateType
 from reporting.aggregate import alarms, items_frame, left_out_sentence, not_done
 from reporting.model import Headline, NotDoneRow
 from reporting.rows import ItemRow
@@ -104,3 +104,77 @@ def test_the_sentence_about_holds_is_made_from_the_holds_stored() -> None:
     assert stored.holds_sentence == "held fleet-wide from the next night: Forms 1.2 (fleet holds list)"
     assert none.holds_sentence == other.holds_sentence == ("nothing is held because of it (no suspect was shown "
                                                            "applied)")
+
+
+def test_a_client_reads_held_and_skipped_items_without_another_clients_site_or_an_error(tmp_path) -> None:
+    """Holds made the way a night makes them (`bad_versions`), a disconnected site's items skipped with the
+    dashboard's error: the client's report says what happens next; the operator's keeps the evidence."""
+    from datetime import date
+
+    from fleet.holds import bad_versions
+    from fleet.summary import SiteAlarm, Suspect
+    from reporting.run_report import render_reports
+    from tests.reporting.builder import build_summary
+
+    night = date(2026, 3, 9)
+    summary = build_summary(night, xss_probe=False)
+    sites = {site.site_name: site for site in summary.sites}
+    error = "Download failed. cURL error 28: Operation timed out [mainwp_update_failed]"
+    others = [site for site in summary.sites if site.client not in ("Acme Dental", None)][:3]
+    summary.items += [Item(site_id=site.site_id, site_url=site.site_url, site_name=site.site_name,
+                           client=site.client, type=UpdateType.plugin, slug="shop", name="Shop", from_version="1.0",
+                           to_version="2.0", outcome=Outcome.failed, reason=error) for site in others]
+    broke = sites["Northwind Shop"]
+    summary.broken = [SiteAlarm(site_id=broke.site_id, site_url=broke.site_url, site_name=broke.site_name,
+                                client=broke.client, saw="HTTP 500 on the home page", suspects=[Suspect(
+                                    type=UpdateType.plugin, slug="forms", name="Forms", from_version="1.0",
+                                    to_version="1.2", outcome=Outcome.updated)])]
+    summary.holds = bad_versions(summary, 3, night)
+    holds = {hold.slug: hold for hold in summary.holds}
+    assert set(holds) == {"shop", "forms"}
+    dental, booking = sites["Acme Dental"], sites["Acme Dental Booking"]
+    booking.status = "disconnected"
+
+    def acme(site, slug: str, outcome: Outcome, reason: str, rule: str | None = None) -> Item:
+        return Item(site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client="Acme Dental",
+                    type=UpdateType.plugin, slug=slug, name=slug.title(), from_version="1.0",
+                    to_version="2.0" if slug == "shop" else "1.2", outcome=outcome, reason=reason, rule=rule)
+
+    summary.items = [item for item in summary.items if item.site_id != booking.site_id] + [
+        acme(dental, "shop", Outcome.held, f"held since {night}: {holds['shop'].reason}", "night_hold"),
+        acme(dental, "forms", Outcome.failed, error),
+        acme(booking, "cache", Outcome.skipped, "sync failed: ERROR: HTTP error: cURL error 7: Failed to connect "
+             "to the child site. [mainwp_sync_failed]", "site_status")]
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    client = next(report for report in rendered.reports if report.name == "Acme Dental")
+    text = body(rendered, client, ".txt")
+    assert ("Held back on every site we maintain: it failed to install on 3 sites on 09 Mar 2026. We will install "
+            "the next release once it is out.") in text
+    assert ("Not installed. This version is held back on every site we maintain (it broke a website it was "
+            "installed on, on 09 Mar 2026); we will install the next release once it is out.") in text
+    assert "The site could not be reached: its updates are tried again next night." in text
+    for suffix in (".txt", ".html", ".md"):
+        shown = body(rendered, client, suffix)
+        assert not any(words in shown for words in ("cURL", "mainwp_", "HTTP 500", "Northwind", "Birch", "Orchard",
+                                                    "night_hold", "fleet holds")), suffix
+    operator = body(rendered, rendered.operator, ".txt")
+    assert "[mainwp_sync_failed]" in operator and "failed on 3 sites: Download failed" in operator
+
+
+def test_a_report_with_no_site_checked_says_so_rather_than_0_of_0(tmp_path) -> None:
+    from datetime import date
+
+    from reporting.run_report import render_reports
+    from tests.reporting.builder import build_summary
+
+    summary = build_summary(date(2026, 3, 9), xss_probe=False)
+    birch = {site.site_id for site in summary.sites if site.client == "Birch & Co Architects"}
+    summary.sites = [site.model_copy(update={"status": "offline", "check": None}) if site.site_id in birch else site
+                     for site in summary.sites]
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    client = next(report for report in rendered.reports if report.name == "Birch & Co Architects")
+    for suffix in (".txt", ".html", ".md"):
+        text = body(rendered, client, suffix)
+        assert "No site was checked after the updates." in text and "0 of 0" not in text, suffix
