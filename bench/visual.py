@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,21 +31,11 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-FLEET = str(Path(sys.executable).parent / "fleet")
+sys.path[0] = str(ROOT)  # the script's own directory would shadow the `emulator` package
+
+from bench.emulator import start_server, stop_server  # noqa: E402
+
 TARGET_PER_MINUTE = 30
-
-
-def start_emulator(sites: int, credentials: Path) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [FLEET, "emulator", "serve", "--port", "0", "--sites", str(sites), "--seed", "1", "--time-scale", "1e-6",
-         "--credentials-out", str(credentials)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    line = process.stdout.readline() if process.stdout else ""
-    if not line.startswith("http://"):
-        process.kill()
-        raise RuntimeError(f"the emulator did not start with {sites} sites")
-    return process
 
 
 def _children() -> dict[int, int]:
@@ -161,14 +150,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         credentials_file = Path(tmp) / "credentials.json"
-        emulator = start_emulator(max(args.sites * 2, 50), credentials_file)
+        emulator, _ = start_server(max(args.sites * 2, 50), credentials_file, extra=("--seed", "1"))
         try:
             credentials = json.loads(credentials_file.read_text())
             row = asyncio.run(run(args.sites, args.sitemap_pages, args.viewports, args.concurrency, Path(tmp) / "run",
                                   emulator.pid, credentials))
         finally:
-            emulator.terminate()
-            emulator.wait(timeout=60)
+            stop_server(emulator)
     row["cpus"] = os.cpu_count()
     width = max(len(k) for k in row)
     for key, value in row.items():

@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 
-from emulator.faults import PROFILES
 from emulator.operations import CHILD_NOT_DETECTED, KNOWN_OFFLINE
 from emulator.records import Site
 from tests.emulator import test_site_pages
@@ -112,7 +111,3 @@ async def test_the_rest_api_deactivates_for_real_and_reaches_no_dead_child(board
     assert dead.json()["success"] == 0 and dead.json()["data"]["error"] == CHILD_NOT_DETECTED
     assert front.plugins[culprit].active
 
-
-def test_the_profiles_draw_both_kinds_of_bad_release() -> None:
-    for name in ("realistic", "hostile"):
-        assert 0 < PROFILES[name].load_time_share < 1

@@ -59,6 +59,16 @@ def healthy_site_with_plugin_update(board: Dashboard) -> tuple[Site, str]:
     raise AssertionError("the generated fleet has no healthy site with a plugin update")
 
 
+async def install_next_release(board: Dashboard, web: httpx.AsyncClient, site: Site, slug: str) -> httpx.Response:
+    """Offer the plugin's next release, install it through the dashboard, and fetch the site's page again."""
+    await web.post("/__emulator__/offers", headers=admin(board),
+                   json={"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.1"})
+    async with board.client() as client:
+        await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
+        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+    return await web.get(page_url(board, site))
+
+
 async def test_credentials_say_where_the_site_pages_are(board: Dashboard) -> None:
     assert board.credentials["site_url_template"] == f"{ROOT_URL}/__sites__/{{host}}/"
 
@@ -119,12 +129,7 @@ async def test_updating_a_marked_item_breaks_the_front_end_until_its_next_releas
         "status": "broken", "broken": True, "broken_by": f"plugin:{slug}", "dead_at_load": False, "fatal_by": None}
     assert f"plugin:{slug}" not in truth["sites"][str(site.id)]["fail_items"]  # one bad release, not every one
 
-    await web.post("/__emulator__/offers", headers=admin(board),
-                   json={"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.1"})
-    async with board.client() as client:
-        await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
-        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
-    fixed = await web.get(page_url(board, site))
+    fixed = await install_next_release(board, web, site, slug)
     assert fixed.status_code == 200 and CRITICAL_ERROR not in fixed.text
 
 
@@ -278,12 +283,7 @@ async def test_a_marked_release_breaks_the_page_once_installed_until_the_next_re
     broken = await web.get(page_url(board, site))
     nothing_to_mark = await web.post("/__emulator__/faults/visual", headers=admin(board),
                                      json={"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
-    await web.post("/__emulator__/offers", headers=admin(board),
-                   json={"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.1"})
-    async with board.client() as client:
-        await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
-        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
-    fixed = await web.get(page_url(board, site))
+    fixed = await install_next_release(board, web, site, slug)
     assert marked.json()["visual"] == {"break": None, "by": None,
                                        "marked": {f"plugin:{slug}": {"mode": "blank", "version": offered}}}
     assert before.status_code == 200 and '<section class="hero">' in before.text
