@@ -202,7 +202,9 @@ async def run_lane(
         result.jobs += await wait_for_update_jobs(client, type_calls, settings)
         if before:  # probed after each step, so that a break is tied to one step and stopped there
             stepped = [sites[site_id] for site_id in {item.site_id for item in typed}]
-            after = await probe_before_updates_task(quote(stepped), settings, label=f"{lane.label}-{type_.value}")
+            probe_after = probe_before_updates_task.with_options(
+                name="probe-after-step", task_run_name=f"probe-after-{type_.value}-{lane.label}")
+            after = await probe_after(quote(stepped), settings)
             for site_id in newly_broken(before, after):
                 night.breaks.learn(site_id, sites[site_id].name, type_.value,
                                    [item for item in typed if item.site_id == site_id])
