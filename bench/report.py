@@ -34,7 +34,7 @@ OUTCOME_WEIGHTS = {"updated": 60, "failed": 6, "unchanged": 3, "held": 5, "ignor
 
 def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
     """Seven nights of a synthetic fleet under `base`; returns the last run directory."""
-    from fleet.summary import Client, Item, Outcome, Site, SiteCheck, Summary, UpdateType
+    from fleet.model.summary import Client, Item, Outcome, Site, SiteCheck, Summary, UpdateType
 
     rng = random.Random(seed)
     clients = [f"Client {n:04d}" for n in range(max(1, sites // SITES_PER_CLIENT))]

@@ -14,9 +14,9 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from fleet.approval import ApprovalAnswer, item_key
-from fleet.plan import Plan, PlanItem
-from fleet.summary import ApprovalRecord
+from fleet.model.summary import ApprovalRecord
+from fleet.rules.approval import ApprovalAnswer, item_key
+from fleet.rules.plan import Plan, PlanItem
 
 POLL_SECONDS = 5
 ANSWERED_IN_THE_UI = "the Prefect UI"

@@ -7,9 +7,9 @@ from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
-from fleet.plan import SiteStatus
-from fleet.settings import PipelineSettings
-from fleet.summary import Selection, Site
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Selection, Site
+from fleet.rules.plan import SiteStatus
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 

@@ -13,8 +13,8 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 from prefect_email import EmailServerCredentials
 
-from fleet.estate import DashboardNight, Estate
-from fleet.summary import Selection
+from fleet.engine.estate import DashboardNight, Estate
+from fleet.model.summary import Selection
 from flows.report import mail_settings
 from flows.update import pipeline_settings, run_identity
 from tasks.dashboards import (

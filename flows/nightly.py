@@ -12,8 +12,8 @@ from prefect import flow
 from prefect_email import EmailServerCredentials
 
 from dashboard.block import DashboardConnection
-from fleet.breakage import SitesBrokenByRun, broken_message
-from fleet.summary import Selection
+from fleet.model.summary import Selection
+from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from flows.update import maintain_fleet
 from tasks.alert import alert_operator
 

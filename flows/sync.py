@@ -10,10 +10,10 @@ from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
-from fleet.fan_out import chunked, fan_out
-from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
-from fleet.settings import PipelineSettings
-from fleet.summary import Client, Selection
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Client, Selection
+from fleet.pacing.fan_out import chunked, fan_out
+from fleet.rules.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from tasks.detect import apply_sync_failures, load_fleet_task
 from tasks.sync import sync_sites_task
 

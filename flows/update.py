@@ -20,22 +20,22 @@ from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
-from fleet.approval import awaiting, gate_timeout, settle
-from fleet.call_sizing import CallSizer
-from fleet.execution import APPLY_ORDER, CallResult, JobOutcome
-from fleet.fan_out import fan_out
-from fleet.job_journal import JobJournal
-from fleet.lanes import Lane, split_into_lanes, without_sites
-from fleet.maintenance_log import MaintenanceLog
-from fleet.plan import Decision, PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
-from fleet.policy import Policy, check_recipients, load_policy
-from fleet.progress import NightProgress, heartbeat
-from fleet.reconcile import summary_item
-from fleet.rollout import failed_sites, judge_cohort, stop_cohorts
-from fleet.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
-from fleet.settings import PipelineSettings
-from fleet.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck
-from fleet.windows import place_in_windows
+from fleet.engine.lanes import Lane, split_into_lanes, without_sites
+from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import ApprovalRecord, Cohort, Item, Outcome, Selection, SiteCheck
+from fleet.pacing.call_sizing import CallSizer
+from fleet.pacing.fan_out import fan_out
+from fleet.pacing.progress import NightProgress, heartbeat
+from fleet.rules.approval import awaiting, gate_timeout, settle
+from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
+from fleet.rules.plan import Decision, PendingUpdate, Plan, PlanCohort, SiteRecord, SiteStatus
+from fleet.rules.policy import Policy, check_recipients, load_policy
+from fleet.rules.reconcile import summary_item
+from fleet.rules.rollout import failed_sites, judge_cohort, stop_cohorts
+from fleet.rules.windows import place_in_windows
+from fleet.state.job_journal import JobJournal
+from fleet.state.maintenance_log import MaintenanceLog
 from flows.approval import ask_for_approval
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import (

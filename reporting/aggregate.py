@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
-from fleet.reconcile import DRY_RUN_RULE
-from fleet.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.model.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.rules.reconcile import DRY_RUN_RULE
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,

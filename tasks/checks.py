@@ -9,12 +9,12 @@ import httpx
 from prefect import task
 
 from dashboard.errors import DashboardError, OutcomeUnknown
-from fleet.call_sizing import CallSizer, Work, send_sized
-from fleet.fan_out import fan_out
-from fleet.plan import SiteRecord
-from fleet.settings import PipelineSettings
-from fleet.site_probe import ProbeResult, probe_home_page, probe_url
-from fleet.summary import SiteCheck
+from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import SiteCheck
+from fleet.pacing.call_sizing import CallSizer, Work, send_sized
+from fleet.pacing.fan_out import fan_out
+from fleet.rules.plan import SiteRecord
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job

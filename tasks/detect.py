@@ -9,9 +9,9 @@ from packaging.version import InvalidVersion, Version
 from prefect import task
 
 from dashboard import models
-from fleet.fan_out import chunked, fan_out
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus, status_for_error
-from fleet.summary import Client
+from fleet.model.summary import Client
+from fleet.pacing.fan_out import chunked, fan_out
+from fleet.rules.plan import PendingUpdate, SiteRecord, SiteStatus, status_for_error
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:

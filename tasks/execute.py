@@ -18,8 +18,11 @@ from prefect import task
 from prefect.concurrency.asyncio import concurrency
 
 from dashboard.errors import DashboardError, OutcomeUnknown
-from fleet.call_sizing import CallSizer, Work, send_sized
-from fleet.execution import (
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import UpdateType
+from fleet.pacing.call_sizing import CallSizer, Work, send_sized
+from fleet.pacing.progress import NightProgress, Tally, heartbeat
+from fleet.rules.execution import (
     CallResult,
     ItemReport,
     UpdateCall,
@@ -27,18 +30,15 @@ from fleet.execution import (
     reports_from_run,
     reports_from_site_route,
 )
-from fleet.job_journal import JobJournal, JournalEntry
-from fleet.plan import PlanItem
-from fleet.progress import NightProgress, Tally, heartbeat
-from fleet.settings import PipelineSettings
-from fleet.summary import UpdateType
+from fleet.rules.plan import PlanItem
+from fleet.state.job_journal import JobJournal, JournalEntry
 from tasks.progress import step_logger
 from tasks.retries import FATAL_ERRORS, STEP_OPTIONS
 from tasks.sync import SiteErrorIndex, describe, wait_for_quiet_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
-    from fleet.plan import SiteRecord
+    from fleet.rules.plan import SiteRecord
 
 
 def reuse_running_jobs(

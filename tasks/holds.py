@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prefect import task
 
-from fleet.holds import HoldStore, bad_versions
-from fleet.settings import PipelineSettings
-from fleet.summary import NightHold, Summary
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import NightHold, Summary
+from fleet.state.holds import HoldStore, bad_versions
 from tasks.retries import STEP_OPTIONS
 
 

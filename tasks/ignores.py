@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
-from fleet.plan import IgnoredUpdate
+from fleet.rules.plan import IgnoredUpdate
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
-from fleet.call_sizing import CallSizer
-from fleet.interrupted import account_interrupted, touched_sites
-from fleet.job_journal import OpenRun
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
-from fleet.settings import PipelineSettings
-from fleet.summary import Item
+from fleet.engine.interrupted import account_interrupted, touched_sites
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Item
+from fleet.pacing.call_sizing import CallSizer
+from fleet.rules.plan import PendingUpdate, SiteRecord, SiteStatus
+from fleet.state.job_journal import OpenRun
 from tasks.detect import detect_updates, site_record
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from prefect import task
 
-from fleet.plan import Plan
-from fleet.policy import Rollout
-from fleet.rollout import assign_cohorts
+from fleet.rules.plan import Plan
+from fleet.rules.policy import Rollout
+from fleet.rules.rollout import assign_cohorts
 from tasks.retries import STEP_OPTIONS
 
 PLAN_FILE = "plan.json"

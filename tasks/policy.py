@@ -7,12 +7,12 @@ from datetime import datetime
 
 from prefect import task
 
-from fleet.first_seen import FirstSeenStore
-from fleet.holds import HoldStore, hold_remembered
-from fleet.plan import IgnoredUpdate, PendingUpdate, Plan, SiteRecord, build_plan
-from fleet.policy import Policy
-from fleet.settings import PipelineSettings
-from fleet.summary import Selection
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Selection
+from fleet.rules.plan import IgnoredUpdate, PendingUpdate, Plan, SiteRecord, build_plan
+from fleet.rules.policy import Policy
+from fleet.state.first_seen import FirstSeenStore
+from fleet.state.holds import HoldStore, hold_remembered
 from tasks.retries import STEP_OPTIONS
 
 

@@ -1,7 +1,7 @@
 """Step 9: re-sync the sites that were worked on, list their updates again, and give every item one outcome.
 
 Each lane re-syncs its sites (`sync_sites_task`), lists them again (`detect_updates_task`) and reconciles here;
-the outcomes come from `fleet.reconcile`, which trusts only that fresh state. The tasks here are async, like the
+the outcomes come from `fleet.rules.reconcile`, which trusts only that fresh state. The tasks here are async, like the
 flows: a sync task run inside an async flow opens a Prefect client (and a TLS context) of its own.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from prefect import task
 
-from fleet.execution import CallResult, JobOutcome
-from fleet.plan import PendingUpdate, PlanItem, SiteRecord
-from fleet.reconcile import reconcile
-from fleet.summary import Item
+from fleet.model.summary import Item
+from fleet.rules.execution import CallResult, JobOutcome
+from fleet.rules.plan import PendingUpdate, PlanItem, SiteRecord
+from fleet.rules.reconcile import reconcile
 from tasks.retries import STEP_OPTIONS
 
 

@@ -17,10 +17,10 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 from dashboard.errors import JobError, JobExpired, JobNeverStarted, JobNotFound, JobStalled, JobTimedOut
 from dashboard.jobs import WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
-from fleet.execution import JobOutcome, reports_from_job
-from fleet.progress import Tally, heartbeat
-from fleet.settings import PipelineSettings
-from fleet.summary import Job
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Job
+from fleet.pacing.progress import Tally, heartbeat
+from fleet.rules.execution import JobOutcome, reports_from_job
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
-from fleet.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
+from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
 from tasks.retries import STEP_OPTIONS
 
 PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)

@@ -9,12 +9,12 @@ from prefect import task
 
 from dashboard.errors import DashboardError, OutcomeUnknown
 from dashboard.models import BatchSiteError
-from fleet.call_sizing import CallSizer, Work, send_sized
-from fleet.fan_out import fan_out
-from fleet.plan import SiteRecord
-from fleet.progress import NightProgress, Tally, heartbeat
-from fleet.quiet import Quiet, wait_until_quiet
-from fleet.settings import PipelineSettings
+from fleet.model.settings import PipelineSettings
+from fleet.pacing.call_sizing import CallSizer, Work, send_sized
+from fleet.pacing.fan_out import fan_out
+from fleet.pacing.progress import NightProgress, Tally, heartbeat
+from fleet.pacing.quiet import Quiet, wait_until_quiet
+from fleet.rules.plan import SiteRecord
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 from tasks.sensor import wait_for_batch_job

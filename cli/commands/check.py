@@ -16,7 +16,7 @@ app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, 
 def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> None:
     """Run the check flow against FLEET_BASE_URL and print one line per site and a summary line; exit 1 if any
     site is unhealthy (the other exit codes: cli/errors.py)."""
-    from fleet.summary import SiteCheck
+    from fleet.model.summary import SiteCheck
     from flows.check import check_fleet
 
     chosen = selection(sites, tags, clients)

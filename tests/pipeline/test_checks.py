@@ -5,9 +5,9 @@ from __future__ import annotations
 from dashboard.client import DashboardClient
 from emulator.config import EmulatorConfig
 from emulator.testing import InProcessEmulator
-from fleet.plan import SiteRecord
-from fleet.settings import PipelineSettings
-from fleet.summary import SiteCheck
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import SiteCheck
+from fleet.rules.plan import SiteRecord
 from tasks.checks import count_open_incidents
 
 

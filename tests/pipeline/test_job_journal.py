@@ -8,10 +8,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.interrupted import account_interrupted
-from fleet.job_journal import Intent, JobJournal, OpenRun
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
-from fleet.summary import Outcome, UpdateType
+from fleet.engine.interrupted import account_interrupted
+from fleet.model.summary import Outcome, UpdateType
+from fleet.rules.plan import PendingUpdate, SiteRecord, SiteStatus
+from fleet.state.job_journal import Intent, JobJournal, OpenRun
 
 
 def test_a_run_still_going_on_in_this_process_is_not_taken_for_an_interrupted_one(tmp_path: Path):

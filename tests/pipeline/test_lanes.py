@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fleet.lanes import split_into_lanes
-from fleet.plan import Decision, IgnoredUpdate, PlanCohort, SiteStatus
-from fleet.policy import parse_policy
-from fleet.summary import UpdateType
+from fleet.engine.lanes import split_into_lanes
+from fleet.model.summary import UpdateType
+from fleet.rules.plan import Decision, IgnoredUpdate, PlanCohort, SiteStatus
+from fleet.rules.policy import parse_policy
 from tests.pipeline.test_plan import P, T, plan_of, site, upd
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from fleet.first_seen import FirstSeenStore
-from fleet.job_journal import JobJournal, JournalEntry
-from fleet.plan import (
+from fleet.model.summary import Item, Outcome, Selection, SiteCheck, UpdateType
+from fleet.rules.plan import (
     Decision,
     IgnoredUpdate,
     PendingUpdate,
@@ -17,9 +16,10 @@ from fleet.plan import (
     select_sites,
     unmatched_selection,
 )
-from fleet.policy import Rule, parse_policy
-from fleet.rollout import assign_cohorts, failed_sites, judge_cohort, stop_cohorts
-from fleet.summary import Item, Outcome, Selection, SiteCheck, UpdateType
+from fleet.rules.policy import Rule, parse_policy
+from fleet.rules.rollout import assign_cohorts, failed_sites, judge_cohort, stop_cohorts
+from fleet.state.first_seen import FirstSeenStore
+from fleet.state.job_journal import JobJournal, JournalEntry
 
 NOW = datetime(2026, 11, 21, 2, 0, tzinfo=UTC)
 P, T, C, L = UpdateType.plugin, UpdateType.theme, UpdateType.core, UpdateType.translation
@@ -158,7 +158,7 @@ def test_job_journal_lists_open_jobs_young_enough(tmp_path: Path):
 
 
 def test_items_covered_by_a_running_journalled_job_are_not_sent_again(tmp_path: Path):
-    from fleet.plan import PlanItem
+    from fleet.rules.plan import PlanItem
     from tasks.execute import reuse_running_jobs
 
     journal = JobJournal(tmp_path / "state.sqlite")

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from dashboard.models import JobStatus, UpdateRunResult
-from fleet.execution import (
+from fleet.engine.run_summary import MissingItems, build_summary
+from fleet.model.summary import Job, Outcome, UpdateType
+from fleet.rules.execution import (
     CallResult,
     JobOutcome,
     UpdateCall,
@@ -16,10 +18,8 @@ from fleet.execution import (
     reports_from_run,
     split_evenly,
 )
-from fleet.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
-from fleet.reconcile import reconcile
-from fleet.run_summary import MissingItems, build_summary
-from fleet.summary import Job, Outcome, UpdateType
+from fleet.rules.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
+from fleet.rules.reconcile import reconcile
 
 P, T, C = UpdateType.plugin, UpdateType.theme, UpdateType.core
 SITES = {i: SiteRecord(id=i, url=f"https://s{i}.example", name=f"S{i}") for i in range(1, 6)}

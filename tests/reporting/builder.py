@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from fleet.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary, UpdateType
+from fleet.model.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary, UpdateType
 
 XSS = "<script>alert(1)</script>"
 CLIENTS = {

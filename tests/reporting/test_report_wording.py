@@ -3,7 +3,7 @@ happens next for a client, ignored and excluded items as one sentence for a clie
 
 from __future__ import annotations
 
-from fleet.summary import Outcome, UpdateType
+from fleet.model.summary import Outcome, UpdateType
 from reporting.aggregate import alarms, items_frame, left_out_sentence, not_done
 from reporting.model import Headline, NotDoneRow
 from reporting.rows import ItemRow
@@ -91,7 +91,7 @@ def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendere
 def test_the_sentence_about_holds_is_made_from_the_holds_stored() -> None:
     from datetime import date
 
-    from fleet.summary import NightHold, SiteAlarm, Suspect
+    from fleet.model.summary import NightHold, SiteAlarm, Suspect
 
     alarm = SiteAlarm(site_id=1, site_url="https://a.example/", site_name="A", client=None, saw="HTTP 500",
                       suspects=[Suspect(type=UpdateType.plugin, slug="forms", name="Forms", from_version="1.0",

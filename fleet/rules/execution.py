@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from pydantic import BaseModel, Field
 
 from dashboard.models import JobStatus, SiteItemsUpdate, UpdateRunResult
-from fleet.plan import PlanItem
-from fleet.summary import Job, Record, UpdateType
+from fleet.model.summary import Job, Record, UpdateType
+from fleet.rules.plan import PlanItem
 
 APPLY_ORDER = (UpdateType.translation, UpdateType.plugin, UpdateType.theme, UpdateType.core)
 _JOB_TYPE_ALIASES = {"plugins": "plugin", "themes": "theme", "translations": "translation", "wp": "core"}

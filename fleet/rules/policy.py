@@ -21,8 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from fleet.summary import Outcome, UpdateType
-from fleet.windows import Blackout, Windows
+from fleet.model.summary import Outcome, UpdateType
+from fleet.rules.windows import Blackout, Windows
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _ITEM_REF = re.compile(r"^\s*(?:(?P<type>[a-z]+):)?\s*(?P<slug>[^<>=!~\s,]+)\s*(?P<pin>.*?)\s*$")

@@ -3,7 +3,7 @@
 The dashboard has no guard against a second identical job, so a retried task or a re-run after a crash looks
 here first and waits on the job already running instead of starting it again. A run killed mid-night leaves
 its run open and its intents behind: the next run finds them, waits for those sites to be quiet, and accounts
-for every item the killed run touched (`fleet.interrupted`).
+for every item the killed run touched (`fleet.engine.interrupted`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from fleet.first_seen import open_state_db
-from fleet.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
-from fleet.summary import UpdateType
+from fleet.model.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
+from fleet.model.summary import UpdateType
+from fleet.state.database import open_state_db
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS jobs (

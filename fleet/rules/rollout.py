@@ -6,9 +6,9 @@ import hashlib
 import math
 from collections.abc import Iterable
 
-from fleet.plan import Decision, Plan, PlanCohort, SiteRecord
-from fleet.policy import Rollout, Rule
-from fleet.summary import Cohort, Item, Outcome, SiteCheck
+from fleet.model.summary import Cohort, Item, Outcome, SiteCheck
+from fleet.rules.plan import Decision, Plan, PlanCohort, SiteRecord
+from fleet.rules.policy import Rollout, Rule
 
 ALL_SITES = "all"
 FAILED_OUTCOMES = frozenset({Outcome.failed, Outcome.unchanged, Outcome.unknown})

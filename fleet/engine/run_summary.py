@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fleet.breakage import judge_sites
-from fleet.call_sizing import CallSizer
-from fleet.job_journal import OpenRun
-from fleet.plan import Plan
-from fleet.policy import Policy
-from fleet.reconcile import DRY_RUN_RULE, not_attempted
-from fleet.summary import (
+from fleet.model.summary import (
     ApprovalRecord,
     Client,
     Cohort,
@@ -24,6 +18,12 @@ from fleet.summary import (
     SiteCheck,
     Summary,
 )
+from fleet.pacing.call_sizing import CallSizer
+from fleet.rules.breakage import judge_sites
+from fleet.rules.plan import Plan
+from fleet.rules.policy import Policy
+from fleet.rules.reconcile import DRY_RUN_RULE, not_attempted
+from fleet.state.job_journal import OpenRun
 
 
 class MissingItems(RuntimeError):

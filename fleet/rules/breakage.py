@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from fleet.summary import Item, Outcome, SiteAlarm, SiteCheck, Suspect
+from fleet.model.summary import Item, Outcome, SiteAlarm, SiteCheck, Suspect
 
 SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.failed, Outcome.unchanged)  # in that order
 

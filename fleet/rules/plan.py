@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from fleet.first_seen import UpdateKey
-from fleet.policy import EffectiveRules, OverrideNames, Policy, Rule
-from fleet.summary import Outcome, Record, Selection, UpdateType
-from fleet.windows import Deferral
+from fleet.model.release import UpdateKey
+from fleet.model.summary import Outcome, Record, Selection, UpdateType
+from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule
+from fleet.rules.windows import Deferral
 
 
 class SiteStatus(StrEnum):

@@ -1,0 +1,2 @@
+"""The night itself: lanes of sites, an interrupted run accounted for, the summary assembled, many dashboards
+added up."""
