@@ -11,20 +11,23 @@ from prefect import task
 
 from fleet.model.summary import Item
 from fleet.rules.execution import CallResult, JobOutcome
-from fleet.rules.plan import PendingUpdate, PlanItem, SiteRecord
+from fleet.rules.plan import DetectedUpdate, PlanItem, SiteRecord
 from fleet.rules.reconcile import reconcile
+from fleet.rules.sync_failures import SyncFailures
 from tasks.retries import STEP_OPTIONS
 
 
-@task(name="reconcile", task_run_name="reconcile-{label}", **STEP_OPTIONS)
-async def reconcile_task(
+async def reconcile_lane(
     items: list[PlanItem],
     sites: list[SiteRecord],
     calls: list[CallResult],
     jobs: list[JobOutcome],
-    resync_failures: dict[int, tuple[str, str]],
-    after: list[PendingUpdate],
-    label: str = "all",
+    resync_failures: SyncFailures,
+    after: list[DetectedUpdate],
 ) -> list[Item]:
+    """Every item of a lane with one outcome, from the re-sync's failures and the fresh list."""
     resync_errors = {site_id: message for site_id, (_, message) in resync_failures.items()}
     return reconcile(items, {site.id: site for site in sites}, calls, jobs, resync_errors, after)
+
+
+reconcile_task = task(reconcile_lane, name="reconcile", **STEP_OPTIONS)

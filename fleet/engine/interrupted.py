@@ -8,7 +8,7 @@ the version it had then; an item still pending is not, and the new run plans and
 from __future__ import annotations
 
 from fleet.model.summary import Item, Outcome, UpdateType
-from fleet.rules.plan import PendingUpdate, SiteRecord, SiteStatus
+from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
 from fleet.state.job_journal import OpenRun
 
 
@@ -19,7 +19,7 @@ def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int
                    for site_id in intent.site_ids})
 
 
-def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[PendingUpdate]) -> list[Item]:
+def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[DetectedUpdate]) -> list[Item]:
     """The items the interrupted runs applied, each with the run that applied it.
 
     `sites` are the runs' sites as tonight found them and `fresh` their pending list read tonight; an item on

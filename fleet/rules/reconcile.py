@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from fleet.model.summary import Item, Outcome
 from fleet.rules.execution import CallResult, ItemReport, JobOutcome
-from fleet.rules.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
+from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
 
 DRY_RUN_RULE = "dry_run"
 
@@ -93,7 +93,7 @@ def reconcile(
     calls: list[CallResult],
     jobs: list[JobOutcome],
     resync_errors: dict[int, str],
-    after: list[PendingUpdate],
+    after: list[DetectedUpdate],
 ) -> list[Item]:
     """Outcomes of the items that were to be applied.
 

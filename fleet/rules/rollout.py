@@ -6,7 +6,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 
-from fleet.model.summary import Cohort, Item, Outcome, SiteCheck
+from fleet.model.summary import Cohort, HealthCheck, Item, Outcome
 from fleet.rules.plan import Decision, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Rollout, Rule
 
@@ -65,7 +65,7 @@ def assign_cohorts(plan: Plan, rollout: Rollout | None) -> Plan:
     return plan
 
 
-def failed_sites(items: Iterable[Item], checks: dict[int, SiteCheck]) -> set[int]:
+def failed_sites(items: Iterable[Item], checks: dict[int, HealthCheck]) -> set[int]:
     """Sites where an attempted item did not end updated, or whose health check failed (a site already down
     before the updates is not the cohort's failure)."""
     failed = {item.site_id for item in items if item.outcome in FAILED_OUTCOMES}

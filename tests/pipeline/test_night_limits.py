@@ -21,9 +21,10 @@ from dashboard.client import DashboardClient
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary, UpdateType
 from fleet.rules.plan import SiteStatus
+from fleet.rules.sync_failures import apply_sync_failures
 from flows.nightly import nightly_maintenance
 from flows.update import update_fleet
-from tasks.detect import apply_sync_failures, load_fleet
+from tasks.detect import load_fleet
 from tasks.sync import sync_sites
 from tests.pipeline.conftest import read_run, still_pending
 from tests.pipeline.test_nightly import assert_every_item_accounted, assert_truth_agrees, keys
