@@ -32,8 +32,8 @@ sys.path[0] = str(ROOT)  # the script's own directory would shadow the `emulator
 
 from bench.emulator import start_server, stop_server  # noqa: E402
 from dashboard.client import DashboardClient  # noqa: E402
-from fleet.execution import split_evenly  # noqa: E402
-from fleet.fan_out import chunked, fan_out  # noqa: E402
+from fleet.pacing.fan_out import chunked, fan_out  # noqa: E402
+from fleet.rules.execution import split_evenly  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "client.json"
 INCLUDE_SLICE = 100  # tasks/detect.py INCLUDE_LIMIT

@@ -173,7 +173,7 @@ class SummaryMark:
 
 
 def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float, variant: str) -> dict[str, Any]:
-    from fleet.summary import Outcome, Summary
+    from fleet.model.summary import Outcome, Summary
     from flows.nightly import nightly_maintenance
 
     pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"), variant, time_scale)
@@ -216,7 +216,7 @@ async def sequential(credentials: dict[str, Any]) -> tuple[int, int, int, int]:
     """What a plain script does: one site after another, sync, list, update each type by slug, verify."""
     from dashboard.client import DashboardClient
     from dashboard.errors import DashboardError
-    from fleet.execution import APPLY_ORDER
+    from fleet.rules.execution import APPLY_ORDER
 
     synced = updated = items = 0
     async with DashboardClient.from_credentials(credentials) as client:

@@ -34,7 +34,7 @@ OUTCOME_WEIGHTS = {"updated": 60, "failed": 6, "unchanged": 3, "held": 5, "ignor
 
 def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
     """Seven nights of a synthetic fleet under `base`; returns the last run directory."""
-    from fleet.summary import Client, Item, Outcome, Site, SiteCheck, Summary, UpdateType
+    from fleet.model.summary import HealthCheck, Item, Outcome, ReportClient, SiteReport, Summary, UpdateType
 
     rng = random.Random(seed)
     clients = [f"Client {n:04d}" for n in range(max(1, sites // SITES_PER_CLIENT))]
@@ -42,8 +42,8 @@ def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
     outcomes = list(Outcome)  # every outcome is drawn: one added without a weight is a KeyError here, not a skew
     weights = [OUTCOME_WEIGHTS[outcome] for outcome in outcomes]
     fleet = [
-        Site(site_id=n, site_url=f"https://site{n}.example", site_name=f"Site {n}", client=rng.choice(clients),
-             check=SiteCheck(online=True, http_code=200, response_ms=300.0, probe_ok=rng.random() > 0.01))
+        SiteReport(site_id=n, site_url=f"https://site{n}.example", site_name=f"Site {n}", client=rng.choice(clients),
+             check=HealthCheck(online=True, http_code=200, response_ms=300.0, probe_ok=rng.random() > 0.01))
         for n in range(1, sites + 1)
     ]  # fmt: skip
     last = Path()
@@ -59,7 +59,7 @@ def write_fleet(base: Path, sites: int, seed: int = 1) -> Path:
         summary = Summary(
             run_id=f"bench-{night}", started_at=started, finished_at=started + timedelta(hours=1), items=items,
             sites=fleet, counts=Summary.count(items),
-            clients=[Client(name=c, email=f"c{i}@example.com") for i, c in enumerate(clients)],
+            clients=[ReportClient(name=c, email=f"c{i}@example.com") for i, c in enumerate(clients)],
         )
         last = base / started.strftime("%Y-%m-%dT%H-%M-%S")
         summary.write(last)

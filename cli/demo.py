@@ -12,7 +12,7 @@ from typing import Any
 
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.summary import Summary
+from fleet.model.summary import Summary
 
 
 def dashboard_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
@@ -60,7 +60,7 @@ def run_demo(
 ) -> list[DemoResult]:
     """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
     fleet, so later reports show trends), and return what each night wrote."""
-    from fleet.breakage import SitesBrokenByRun
+    from fleet.rules.breakage import SitesBrokenByRun
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)

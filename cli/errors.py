@@ -32,9 +32,9 @@ from dashboard.errors import (
     PermissionDenied,
     TransportError,
 )
-from fleet.breakage import SitesBrokenByRun
-from fleet.plan import NoSiteMatches
-from fleet.policy import PolicyError
+from fleet.rules.breakage import SitesBrokenByRun
+from fleet.rules.plan import NoSiteMatches
+from fleet.rules.policy import PolicyError
 
 
 class ExitCode(IntEnum):

@@ -25,7 +25,7 @@ from rich.console import Console
 from cli.demo import dashboard_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer, free_port
-from fleet.estate import ESTATE_FILE, Estate, find_run_dir
+from fleet.engine.estate import ESTATE_FILE, Estate, find_run_dir
 
 POOL = "fleet-maintenance"
 FAN_OUT = "maintain-dashboards/maintain-dashboards"

@@ -16,7 +16,7 @@ from prefect.schedules import Cron
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from fleet.windows import known_zone
+from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report

@@ -1,1 +1,4 @@
-"""fleet-maintenance: the application around the dashboard client (CLI, settings, the run's contracts)."""
+"""The domain of the night, without Prefect, in layers that import only downward (held by import-linter):
+engine (the night's run) > state (the state database's stores) > rules (policy, windows, plan, rollout, what the
+answers mean) > model (summary.json, settings) > pacing (calls sized by time, bounded fan-out, waiting); visual
+(what a visitor sees) stands apart."""

@@ -14,9 +14,9 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
-from fleet.approval import ApprovalAnswer, item_key
-from fleet.plan import Plan, PlanItem
-from fleet.summary import ApprovalRecord
+from fleet.model.summary import ApprovalRecord
+from fleet.rules.approval import ApprovalAnswer, item_key
+from fleet.rules.plan import Plan, PlanItem
 
 POLL_SECONDS = 5
 ANSWERED_IN_THE_UI = "the Prefect UI"
@@ -25,6 +25,7 @@ ANSWERED_IN_THE_UI = "the Prefect UI"
 class ApprovalChoice(BaseModel):
     """One update waiting for a person."""
 
+    site_id: int = Field(description="The site's id: the answer is matched by it.")
     site: str = Field(description="The site: id and address.")
     item: str = Field(description="`type:slug` of the update.")
     change: str = Field(description="Installed version -> offered version.")
@@ -43,7 +44,8 @@ class ApprovalForm(RunInput):
 def form_items(plan: Plan, items: list[PlanItem]) -> list[ApprovalChoice]:
     sites = {site.id: site for site in plan.sites}
     return [
-        ApprovalChoice(site=f"{item.site_id} {sites[item.site_id].domain}", item=f"{item.type.value}:{item.slug}",
+        ApprovalChoice(site_id=item.site_id, site=f"{item.site_id} {sites[item.site_id].domain}",
+                       item=f"{item.type.value}:{item.slug}",
                        change=f"{item.from_version or '?'} -> {item.to_version or 'latest'}", why=item.reason or "")
         for item in items
     ]
@@ -51,9 +53,9 @@ def form_items(plan: Plan, items: list[PlanItem]) -> list[ApprovalChoice]:
 
 def answer_from_form(form: ApprovalForm, items: list[PlanItem]) -> ApprovalAnswer:
     """Items are matched by site and `type:slug`, so a form whose rows were reordered still means the same."""
-    ticked = {(choice.site.split(" ", 1)[0], choice.item) for choice in form.items if choice.approve}
+    ticked = {(choice.site_id, choice.item) for choice in form.items if choice.approve}
     approved = {item_key(item) for item in items
-                if form.approve_all or (str(item.site_id), f"{item.type.value}:{item.slug}") in ticked}
+                if form.approve_all or (item.site_id, f"{item.type.value}:{item.slug}") in ticked}
     return ApprovalAnswer(approved=approved, by=form.approved_by.strip() or ANSWERED_IN_THE_UI)
 
 

@@ -6,9 +6,9 @@ from prefect import flow
 from prefect.artifacts import acreate_table_artifact
 from prefect.utilities.annotations import quote
 
-from fleet.plan import SiteStatus
-from fleet.settings import PipelineSettings
-from fleet.summary import Selection, Site
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Selection, SiteReport
+from fleet.rules.plan import SiteStatus
 from flows.parameters import SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
@@ -18,7 +18,7 @@ from tasks.checks import check_sites_task, count_open_incidents_task
 async def check_fleet(
     selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dashboard: SavedDashboard = None,
-) -> list[Site]:
+) -> list[SiteReport]:
     """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
     shown in a table artifact).
 
@@ -31,7 +31,9 @@ async def check_fleet(
         sites, _ = await select_fleet(client, selection)
         usable = [site for site in sites if site.status is SiteStatus.online]
         parts = await run_in_chunks(
-            lambda chunk, label: check_sites_task(client, quote(chunk), settings, label=label), usable, settings
+            lambda chunk, label: check_sites_task.with_options(task_run_name=f"check-{label}")(
+                client, quote(chunk), settings),
+            usable, settings,
         )
         checks = {site_id: check for part in parts for site_id, check in part.items()}
         checks = await count_open_incidents_task(client, quote(usable), quote(checks), settings)
@@ -45,5 +47,5 @@ async def check_fleet(
     ]
     if rows:
         await acreate_table_artifact(rows, key="fleet-check-problems", description="Sites that failed a check")
-    return [Site(site_id=site.id, site_url=site.url, site_name=site.name, client=site.client,
+    return [SiteReport(site_id=site.id, site_url=site.url, site_name=site.name, client=site.client,
                  status=site.status.value, check=checks.get(site.id)) for site in usable]

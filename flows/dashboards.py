@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
-from fleet.estate import DashboardNight, Estate
-from fleet.summary import Selection
+from fleet.engine.estate import DashboardNight, Estate
+from fleet.engine.night import pipeline_settings
+from fleet.model.summary import Selection
 from flows.parameters import SavedEmailServer
 from flows.report import mail_settings
-from flows.update import pipeline_settings, run_identity
+from flows.update import run_identity
 from tasks.dashboards import (
     dashboard_night_task,
     ensure_dashboard_limits_task,
@@ -27,6 +28,17 @@ from tasks.estate import report_estate_task
 
 NIGHT_DEPLOYMENT = "nightly-maintenance/dashboard-night"
 ESTATE_DIR = "estate"
+
+
+def night_parameters(
+    selection: Selection, dry_run: bool, policy_file: str, send_report: bool, email: SavedEmailServer
+) -> dict[str, object]:
+    """The parameters of every dashboard's night (the e-mail block goes as a reference to the same saved block)."""
+    parameters: dict[str, object] = {"selection": selection.model_dump(mode="json"), "dry_run": dry_run,
+                                     "policy_file": policy_file, "send_report": send_report}
+    if email is not None:
+        parameters["email_block"] = email.model_dump(context={"serialize_blocks_as_references": True})
+    return parameters
 
 
 @flow(name="maintain-dashboards", log_prints=False)
@@ -69,10 +81,7 @@ async def maintain_dashboards(
     if not blocks:
         raise ValueError("no saved Dashboard Connection blocks: save one (`fleet blocks save --dashboard NAME`)")
     logger.info("%d dashboard(s): %s", len(blocks), ", ".join(blocks))
-    parameters = {"selection": selection.model_dump(mode="json"), "dry_run": dry_run, "policy_file": policy_file,
-                  "send_report": send_report}
-    if email_block is not None:  # each night gets a reference to the same saved block
-        parameters["email_block"] = email_block.model_dump(context={"serialize_blocks_as_references": True})
+    parameters = night_parameters(selection, dry_run, policy_file, send_report, email_block)
 
     async def night(block: str) -> DashboardNight:
         reach = await reach_dashboard_task(block)

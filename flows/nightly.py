@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from prefect import flow
 
-from fleet.breakage import SitesBrokenByRun, broken_message
-from fleet.summary import Selection
+from fleet.engine.night import NightRequest
+from fleet.model.summary import Selection
+from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
 from tasks.alert import alert_operator
@@ -40,8 +41,9 @@ async def nightly_maintenance(
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
         at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
     """
-    run_dir = await maintain_fleet(selection=selection, dry_run=dry_run, policy_file=policy_file,
-                                   report_dir=report_dir, dashboard=dashboard, run_checks=not dry_run, at=at)
+    request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
+                           run_checks=not dry_run, at=at)
+    run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from flows.report import mail_settings
     from tasks.report import report_run

@@ -10,12 +10,13 @@ from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
-from fleet.fan_out import chunked, fan_out
-from fleet.plan import SiteRecord, SiteStatus, check_selection, select_sites
-from fleet.settings import PipelineSettings
-from fleet.summary import Client, Selection
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import ReportClient, Selection
+from fleet.pacing.fan_out import chunked, fan_out
+from fleet.rules.plan import SiteRecord, SiteStatus, check_selection, select_sites
+from fleet.rules.sync_failures import apply_sync_failures
 from flows.parameters import SavedDashboard
-from tasks.detect import apply_sync_failures, load_fleet_task
+from tasks.detect import load_fleet_task
 from tasks.sync import sync_sites_task
 
 T = TypeVar("T")
@@ -33,7 +34,7 @@ async def open_dashboard(block: DashboardConnection | None, settings: PipelineSe
 
 async def select_fleet(
     client: DashboardClient, selection: Selection
-) -> tuple[list[SiteRecord], list[Client]]:
+) -> tuple[list[SiteRecord], list[ReportClient]]:
     """The selected sites and the dashboard's clients; a selection value that matches no site raises
     `NoSiteMatches` here, before any request that writes."""
     # the first contact is not retried as a step: the client has retried the requests, and a dashboard that
@@ -63,8 +64,9 @@ async def sync_selected(
     usable = [site for site in sites if site.status is SiteStatus.online]
     sizer = settings.call_sizer()
     results = await run_in_chunks(
-        lambda chunk, label: sync_sites_task(client, quote(chunk), settings, label=label, sizer=quote(sizer)), usable,
-        settings,
+        lambda chunk, label: sync_sites_task.with_options(task_run_name=f"sync-{label}")(
+            client, quote(chunk), settings, sizer=quote(sizer)),
+        usable, settings,
     )
     failures = {site_id: failure for result in results for site_id, failure in result.items()}
     return apply_sync_failures(sites, failures)

@@ -9,9 +9,9 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
-from fleet.policy import Rule
-from fleet.reconcile import DRY_RUN_RULE
-from fleet.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.model.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.rules.policy import Rule
+from fleet.rules.reconcile import DRY_RUN_RULE
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
@@ -180,7 +180,8 @@ def _why(row: object, with_rule: bool) -> str:
 def held_in_plain_words(hold: NightHold) -> str:
     """Why the nights hold a version, for a client: what happened and when, never the other site nor its error.
 
-    The stored reasons are `fleet.holds.bad_versions`' ("broke SITE: what was seen", "failed on N sites: error")."""
+    The stored reasons are `fleet.state.holds.bad_versions`' ("broke SITE: what was seen", "failed on N sites:
+    error")."""
     when = f"{hold.since:%d %b %Y}"
     failed = re.match(r"failed on (\d+) sites", hold.reason)
     if failed:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from fleet.summary import Outcome
+from fleet.model.summary import Outcome
 from reporting.model import OUTCOME_COLORS, OUTCOME_ORDER, OUTCOME_TITLES, BreakdownRow, PluginFailure, TrendRow
 
 WIDTH_IN, DPI = 6.4, 150  # 960 px wide: sharp on phones when shown at 640 px

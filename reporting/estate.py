@@ -9,8 +9,8 @@ from pathlib import Path
 
 import css_inline
 
-from fleet.estate import DashboardNight, Estate, NightStatus
-from fleet.summary import Delivery
+from fleet.engine.estate import DashboardNight, Estate, NightStatus
+from fleet.model.summary import Delivery
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.render import environment
 from reporting.settings import MailSettings

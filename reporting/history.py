@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fleet.summary import SUMMARY_FILE
+from fleet.model.summary import SUMMARY_FILE
 from reporting.rows import PastRun, read_fields, read_past, summary_path
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from fleet.summary import Delivery
+from fleet.model.summary import Delivery
 from reporting.settings import MailSettings, SmtpSecurity
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from fleet.summary import Outcome, UpdateType
+from fleet.model.summary import Outcome, UpdateType
 
 # Attention first: what went wrong, then what was decided not to do.
 NOT_DONE_ORDER = (

@@ -1,7 +1,7 @@
 """summary.json as the reports read it: streamed, with items and sites as slotted rows rather than pydantic models.
 
 A 10,000-site summary holds 50,000 items: parsed whole into `Item` models it takes ~140 MB; streamed into rows
-that share their repeated strings, about a tenth of it. The rows have the fields and types of `fleet.summary`
+that share their repeated strings, about a tenth of it. The rows have the fields and types of `fleet.model.summary`
 that the reports use, and pydantic validates them by the same rules.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fleet.summary import SUMMARY_FILE, Outcome, SiteCheck, Summary, UpdateType
+from fleet.model.summary import SUMMARY_FILE, HealthCheck, Outcome, Summary, UpdateType
 from reporting.json_stream import ObjectStream
 
 BATCH = 2000  # array elements validated at a time
@@ -65,7 +65,7 @@ class SiteRow:
     site_name: str
     client: str | None = None
     status: str = "online"
-    check: SiteCheck | None = None  # a Record: light enough as it is
+    check: HealthCheck | None = None  # a Record: light enough as it is
     deferred: str | None = None  # outside its window or in a blackout: why
     opens_at: datetime | None = None
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.summary import SUMMARY_FILE, Delivery, SiteAlarm
+from fleet.model.summary import SUMMARY_FILE, Delivery, SiteAlarm
 from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,

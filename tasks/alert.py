@@ -65,7 +65,7 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     from prefect.settings import PREFECT_UI_URL
     from prefect_email import EmailServerCredentials
 
-    from fleet.settings import PipelineSettings
+    from fleet.model.settings import PipelineSettings
     from reporting.alert import Alert, deliver_alert
     from reporting.settings import MailSettings
 

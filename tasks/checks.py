@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING
 import httpx
 from prefect import task
 
-from dashboard.errors import DashboardError, OutcomeUnknown
-from fleet.call_sizing import CallSizer, Work, send_sized
-from fleet.fan_out import fan_out
-from fleet.plan import SiteRecord
-from fleet.settings import PipelineSettings
-from fleet.site_probe import ProbeResult, probe_home_page, probe_url
-from fleet.summary import SiteCheck
+from dashboard.errors import DashboardError
+from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import HealthCheck
+from fleet.pacing.call_sizing import CallSizer, Operation, Work
+from fleet.pacing.fan_out import fan_out
+from fleet.rules.plan import SiteRecord
+from fleet.rules.site_errors import SiteErrorIndex, error_message
+from fleet.rules.sync_failures import SyncFailures, known_offline
+from tasks.batch_calls import BatchCall, send_batch_calls
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
-from tasks.sensor import wait_for_batch_job
-from tasks.sync import SiteErrorIndex, describe, sync_sites
+from tasks.sync import sync_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -29,58 +31,46 @@ log = logging.getLogger("fleet.checks")
 
 async def dashboard_checks(
     client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sizer: CallSizer | None = None
-) -> dict[int, SiteCheck]:
+) -> dict[int, HealthCheck]:
     """`check-sites-v1` over the sites in calls sized by time (a queued check is waited on; it then reports
     only failures; a check whose answer was lost is not sent again)."""
-    index = SiteErrorIndex(sites)
-    checks: dict[int, SiteCheck] = {}
+    checks: dict[int, HealthCheck] = {}
     sizer = sizer or settings.call_sizer()
 
-    async def check_call(_: object, work: list[Work]) -> tuple[None, float | None]:
-        site_ids = [part.site_id for part in work]
-        try:
-            start = await client.check_sites(site_ids)
-        except OutcomeUnknown as error:
-            sizer.lost("check", work)
-            checks.update({site_id: SiteCheck(error=f"the check's answer was lost: {error}") for site_id in site_ids})
-            return None, None
-        if start.result is not None:
-            for checked in start.result.checked:
-                if checked.id is not None and checked.status is not None:
-                    checks[checked.id] = SiteCheck(online=checked.status.online, http_code=checked.status.http_code,
-                                                   response_ms=_ms(checked.status.response_time))
-        for error in start.errors + (start.result.errors if start.result else []):
-            site_id = index.site_id(error)
-            if site_id is not None:
-                checks[site_id] = SiteCheck(online=False, error=describe(error.code, error.message))
-        if start.queued and start.job_id:
-            step_logger().info("check job %s queued for %d site(s) (follow it: fleet dashboard job %s)",
-                               start.job_id, len(site_ids), start.job_id)
-            outcome = await wait_for_batch_job(client, start.job_id, "check", site_ids, settings)
-            failed = {report.site_id: report.message for report in outcome.reports}
-            for site_id in site_ids:
-                if site_id in failed:
-                    checks[site_id] = SiteCheck(online=False, error=failed[site_id])
-                elif not outcome.finished:
-                    checks.setdefault(site_id, SiteCheck(error=f"check job {start.job_id}: {outcome.job.reason}"))
-                else:
-                    checks.setdefault(site_id, SiteCheck(online=True))
-        return None, None if start.queued else start.elapsed
+    async def send(call: BatchCall) -> object:
+        return await client.check_sites(call.site_ids)
 
-    await send_sized(sizer, "check", {None: [Work(site.id) for site in sites]}, check_call,
-                     settings.concurrency)
+    async def read(call: BatchCall) -> None:
+        if call.lost is not None:
+            checks.update({site_id: HealthCheck(error=f"the check's answer was lost: {call.lost}")
+                           for site_id in call.site_ids})
+            return
+        if call.answer.result is not None:
+            for checked in call.answer.result.checked:
+                if checked.id is not None and checked.status is not None:
+                    checks[checked.id] = HealthCheck(online=checked.status.online, http_code=checked.status.http_code,
+                                                   response_ms=_ms(checked.status.response_time))
+        for site_id, error in call.refused + call.failed:
+            checks[site_id] = HealthCheck(online=False, error=error_message(error.code, error.message))
+        if call.job is not None:
+            failed = {report.site_id: report.message for report in call.job.reports}
+            for site_id in call.site_ids:
+                if site_id in failed:
+                    checks[site_id] = HealthCheck(online=False, error=failed[site_id])
+                elif not call.job.finished:
+                    checks.setdefault(site_id, HealthCheck(error=f"check job {call.job_id}: {call.job.job.reason}"))
+                else:
+                    checks.setdefault(site_id, HealthCheck(online=True))
+
+    await send_batch_calls(client, sizer, Operation.check, {None: [Work(site.id) for site in sites]}, send, read,
+                           settings, SiteErrorIndex(sites), "check")
     return checks
 
 
-def known_offline(failures: dict[int, tuple[str, str]]) -> list[int]:
-    """The sites a sync was refused for because the dashboard keeps them as known offline."""
-    return [site_id for site_id, (code, _) in failures.items() if code.endswith("site_offline")]
-
-
 async def revive_known_offline(
-    client: DashboardClient, sites: list[SiteRecord], failures: dict[int, tuple[str, str]],
+    client: DashboardClient, sites: list[SiteRecord], failures: SyncFailures,
     settings: PipelineSettings, sizer: CallSizer | None = None,
-) -> tuple[dict[int, tuple[str, str]], set[int]]:
+) -> tuple[SyncFailures, set[int]]:
     """Check once each site the dashboard refused as known offline (only a passing check clears the flag), and
     sync the ones that answer: a site repaired since is maintained again instead of skipped night after night.
     Returns the sync failures left and the sites revived."""
@@ -154,8 +144,8 @@ async def check_sites(
     probe_transport: httpx.AsyncBaseTransport | None = None,
     before: dict[int, ProbeResult] | None = None,
     sizer: CallSizer | None = None,
-) -> dict[int, SiteCheck]:
-    """One `SiteCheck` per site (the dashboard's check, the probe, and the probe `before` the updates if given):
+) -> dict[int, HealthCheck]:
+    """One `HealthCheck` per site (the dashboard's check, the probe, and the probe `before` the updates if given):
     a failing part is recorded, never raised.
 
     Open incidents are counted once for all checked sites (`count_open_incidents`): the monitor list is fleet-wide.
@@ -163,12 +153,12 @@ async def check_sites(
     try:
         checks = await dashboard_checks(client, sites, settings, sizer)
     except DashboardError as error:
-        checks = {site.id: SiteCheck(error=f"check-sites failed: {error}") for site in sites}
+        checks = {site.id: HealthCheck(error=f"check-sites failed: {error}") for site in sites}
     probes = await probe_sites(sites, settings, probe_transport)
     before = before or {}
     results = {}
     for site, probe in zip(sites, probes, strict=True):
-        check = checks.get(site.id, SiteCheck())
+        check = checks.get(site.id, HealthCheck())
         if probe is not None:
             check = check.model_copy(update={
                 "http_code": check.http_code or probe.http_code,  # 0: the dashboard's check got no answer
@@ -183,8 +173,8 @@ async def check_sites(
 
 
 async def count_open_incidents(
-    client: DashboardClient, sites: list[SiteRecord], checks: dict[int, SiteCheck], settings: PipelineSettings
-) -> dict[int, SiteCheck]:
+    client: DashboardClient, sites: list[SiteRecord], checks: dict[int, HealthCheck], settings: PipelineSettings
+) -> dict[int, HealthCheck]:
     """The checks with each site's open incidents; monitoring is optional on a dashboard, so a failure only warns."""
     try:
         incidents = await open_incidents(client, sites, settings)
@@ -197,28 +187,6 @@ async def count_open_incidents(
     }
 
 
-@task(name="check-sites", task_run_name="check-{label}", **STEP_OPTIONS)
-async def check_sites_task(
-    client: DashboardClient,
-    sites: list[SiteRecord],
-    settings: PipelineSettings,
-    probe_transport: httpx.AsyncBaseTransport | None = None,
-    label: str = "chunk",
-    before: dict[int, ProbeResult] | None = None,
-    sizer: CallSizer | None = None,
-) -> dict[int, SiteCheck]:
-    return await check_sites(client, sites, settings, probe_transport, before, sizer)
-
-
-@task(name="probe-before-updates", task_run_name="probe-before-{label}", **STEP_OPTIONS)
-async def probe_before_updates_task(
-    sites: list[SiteRecord], settings: PipelineSettings, label: str = "chunk"
-) -> dict[int, ProbeResult]:
-    return await probe_before_updates(sites, settings)
-
-
-@task(name="count-open-incidents", **STEP_OPTIONS)
-async def count_open_incidents_task(
-    client: DashboardClient, sites: list[SiteRecord], checks: dict[int, SiteCheck], settings: PipelineSettings
-) -> dict[int, SiteCheck]:
-    return await count_open_incidents(client, sites, checks, settings)
+check_sites_task = task(check_sites, name="check-sites", **STEP_OPTIONS)
+probe_before_updates_task = task(probe_before_updates, name="probe-before-updates", **STEP_OPTIONS)
+count_open_incidents_task = task(count_open_incidents, name="count-open-incidents", **STEP_OPTIONS)

@@ -18,7 +18,7 @@ from prefect.runtime import flow_run
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError, TransportError
-from fleet.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
+from fleet.engine.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
 from tasks.limits import ensure_concurrency_limit
 
 # The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.

@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.artifacts import acreate_markdown_artifact
 
-from fleet.estate import Estate
-from fleet.summary import Delivery
+from fleet.engine.estate import Estate
+from fleet.model.summary import Delivery
 from reporting.estate import deliver_estate, render_estate
 from reporting.settings import MailSettings
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from prefect import task
 
-from fleet.holds import HoldStore, bad_versions
-from fleet.settings import PipelineSettings
-from fleet.summary import NightHold, Summary
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import NightHold, Summary
+from fleet.state.holds import HoldStore, bad_versions
 from tasks.retries import STEP_OPTIONS
 
 
-def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
+async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
     """Record this night's bad versions (a dry run records none); returns every hold now active."""
     store = HoldStore(settings.state_path)
     if summary.dry_run:
@@ -18,8 +18,4 @@ def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: Pip
     return store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
 
 
-@task(name="remember-bad-versions", **STEP_OPTIONS)
-async def remember_bad_versions_task(
-    summary: Summary, failures_to_hold: int, settings: PipelineSettings
-) -> list[NightHold]:
-    return remember_bad_versions(summary, failures_to_hold, settings)
+remember_bad_versions_task = task(remember_bad_versions, name="remember-bad-versions", **STEP_OPTIONS)

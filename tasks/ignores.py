@@ -6,29 +6,18 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
-from fleet.plan import IgnoredUpdate
+from fleet.rules.dashboard_records import ignored_update
+from fleet.rules.plan import IgnoreEntry
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
 
 
-async def load_ignores(client: DashboardClient, site_ids: list[int]) -> list[IgnoredUpdate]:
+async def load_ignores(client: DashboardClient, site_ids: list[int]) -> list[IgnoreEntry]:
     """Global and per-site ignore entries of the given sites (the dashboard repeats global ones per site)."""
     wanted = set(site_ids)
-    return [
-        IgnoredUpdate(
-            site_id=entry.site_id,
-            type=entry.type,
-            slug=entry.slug,
-            name=entry.name,
-            ignored_version=entry.ignored_version or "all_versions",
-        )
-        for entry in await client.list_ignored_updates()
-        if entry.site_id in wanted
-    ]
+    return [ignored_update(entry) for entry in await client.list_ignored_updates() if entry.site_id in wanted]
 
 
-@task(name="load-ignore-lists", **STEP_OPTIONS)
-async def load_ignores_task(client: DashboardClient, site_ids: list[int]) -> list[IgnoredUpdate]:
-    return await load_ignores(client, site_ids)
+load_ignores_task = task(load_ignores, name="load-ignore-lists", **STEP_OPTIONS)

@@ -10,23 +10,24 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
-from fleet.call_sizing import CallSizer
-from fleet.interrupted import account_interrupted, touched_sites
-from fleet.job_journal import OpenRun
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
-from fleet.settings import PipelineSettings
-from fleet.summary import Item
-from tasks.detect import detect_updates, site_record
+from fleet.engine.interrupted import account_interrupted, touched_sites
+from fleet.engine.lost_answers import wait_for_quiet_sites
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Item
+from fleet.pacing.call_sizing import CallSizer, Operation
+from fleet.rules.dashboard_records import site_record
+from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
+from fleet.state.job_journal import OpenRun
+from tasks.detect import detect_updates
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
-from tasks.sync import sync_sites, wait_for_quiet_sites
+from tasks.sync import sync_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
 
 
-@task(name="wait-for-interrupted-runs", **STEP_OPTIONS)
-async def wait_for_interrupted_runs_task(
+async def wait_for_interrupted_runs(
     client: DashboardClient, runs: list[OpenRun], sizer: CallSizer, settings: PipelineSettings
 ) -> None:
     """Wait until the sites of calls the killed runs sent without reading an answer are quiet."""
@@ -36,15 +37,15 @@ async def wait_for_interrupted_runs_task(
     step_logger().warning("run(s) %s did not finish; %d site(s) had a call without an answer",
                           ", ".join(run.run_id for run in runs), len(unanswered))
     if unanswered:
-        await wait_for_quiet_sites(client, unanswered, "update_item", sizer, settings, landed)
+        await wait_for_quiet_sites(client, unanswered, Operation.update_item, sizer, settings, step_logger(),
+                                   landed)
 
 
-@task(name="account-interrupted-runs", **STEP_OPTIONS)
-async def account_interrupted_runs_task(
+async def account_interrupted_runs(
     client: DashboardClient,
     runs: list[OpenRun],
     sites: list[SiteRecord],
-    pending: list[PendingUpdate],
+    pending: list[DetectedUpdate],
     sizer: CallSizer,
     settings: PipelineSettings,
 ) -> list[Item]:
@@ -63,3 +64,7 @@ async def account_interrupted_runs_task(
     step_logger().info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(items),
                        ", ".join(run.run_id for run in runs))
     return items
+
+
+wait_for_interrupted_runs_task = task(wait_for_interrupted_runs, name="wait-for-interrupted-runs", **STEP_OPTIONS)
+account_interrupted_runs_task = task(account_interrupted_runs, name="account-interrupted-runs", **STEP_OPTIONS)

@@ -8,7 +8,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
-from fleet.summary import Delivery
+from fleet.model.summary import Delivery
 from reporting.run_report import RenderedRun, ReportDeliveryError, deliver_reports, delivery_problems
 from reporting.settings import MailSettings
 

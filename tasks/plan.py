@@ -6,21 +6,20 @@ from pathlib import Path
 
 from prefect import task
 
-from fleet.plan import Plan
-from fleet.policy import Rollout
-from fleet.rollout import assign_cohorts
+from fleet.rules.plan import Plan
+from fleet.rules.policy import Rollout
+from fleet.rules.rollout import assign_cohorts
 from tasks.retries import STEP_OPTIONS
 
 PLAN_FILE = "plan.json"
 
 
-def finalise_plan(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
+async def finalise_plan(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
+    """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
     plan = assign_cohorts(plan, rollout)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / PLAN_FILE).write_text(plan.model_dump_json(indent=1))
     return plan
 
 
-@task(name="plan", **STEP_OPTIONS)
-async def finalise_plan_task(plan: Plan, rollout: Rollout | None, run_dir: Path) -> Plan:
-    return finalise_plan(plan, rollout, run_dir)
+finalise_plan_task = task(finalise_plan, name="plan", **STEP_OPTIONS)

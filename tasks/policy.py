@@ -7,28 +7,29 @@ from datetime import datetime
 
 from prefect import task
 
-from fleet.first_seen import FirstSeenStore
-from fleet.holds import HoldStore, hold_remembered
-from fleet.plan import IgnoredUpdate, PendingUpdate, Plan, SiteRecord, build_plan
-from fleet.policy import Policy
-from fleet.settings import PipelineSettings
-from fleet.summary import Selection
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Selection
+from fleet.rules.plan import DetectedUpdate, IgnoreEntry, Plan, SiteRecord, build_plan
+from fleet.rules.policy import Policy
+from fleet.state.first_seen import FirstSeenStore
+from fleet.state.holds import HoldStore, hold_remembered
 from tasks.retries import STEP_OPTIONS
 
 
-def apply_policy(
+async def apply_policy(
     *,
     run_id: str,
     created_at: datetime,
     sites: list[SiteRecord],
-    pending: list[PendingUpdate],
-    ignored: list[IgnoredUpdate],
+    pending: list[DetectedUpdate],
+    ignored: list[IgnoreEntry],
     policy: Policy,
     selection: Selection,
     dry_run: bool,
     settings: PipelineSettings,
     planned_for: datetime | None = None,
 ) -> Plan:
+    """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
     first_seen = FirstSeenStore(settings.state_path).record(
         (update.release for update in pending), created_at.date()
     )
@@ -44,21 +45,4 @@ def apply_policy(
     return plan
 
 
-@task(name="apply-policy", **STEP_OPTIONS)
-async def apply_policy_task(
-    *,
-    run_id: str,
-    created_at: datetime,
-    sites: list[SiteRecord],
-    pending: list[PendingUpdate],
-    ignored: list[IgnoredUpdate],
-    policy: Policy,
-    selection: Selection,
-    dry_run: bool,
-    settings: PipelineSettings,
-    planned_for: datetime | None = None,
-) -> Plan:
-    """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
-    return apply_policy(run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored,
-                        policy=policy, selection=selection, dry_run=dry_run, settings=settings,
-                        planned_for=planned_for)
+apply_policy_task = task(apply_policy, name="apply-policy", **STEP_OPTIONS)

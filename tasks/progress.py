@@ -11,7 +11,7 @@ from prefect import get_run_logger
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 from prefect.exceptions import MissingContextError
 
-from fleet.progress import NightProgress
+from fleet.pacing.progress import NightProgress
 
 
 def step_logger() -> logging.Logger | logging.LoggerAdapter:

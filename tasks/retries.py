@@ -8,7 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import ValidationError
 
 from dashboard.errors import AuthenticationError, ConfigurationError, InvalidInput, PermissionDenied
-from fleet.policy import PolicyError
+from fleet.rules.policy import PolicyError
 
 PERMANENT_ERRORS = (AuthenticationError, PermissionDenied, InvalidInput, ConfigurationError, PolicyError,
                     ValidationError)

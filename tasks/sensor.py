@@ -17,10 +17,10 @@ from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifa
 from dashboard.errors import JobError, JobExpired, JobNeverStarted, JobNotFound, JobStalled, JobTimedOut
 from dashboard.jobs import WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
-from fleet.execution import JobOutcome, reports_from_job
-from fleet.progress import Tally, heartbeat
-from fleet.settings import PipelineSettings
-from fleet.summary import Job
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Job
+from fleet.pacing.progress import Tally, heartbeat
+from fleet.rules.execution import JobEnding, JobOutcome, reports_from_job
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
 
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
 
     from dashboard.client import DashboardClient
 
-_ENDINGS: tuple[tuple[type[Exception], str], ...] = (
-    (JobNeverStarted, "never_started"),
-    (JobStalled, "stalled"),
-    (JobTimedOut, "deadline"),
-    (JobExpired, "expired"),
-    (JobNotFound, "not_found"),
+_ENDINGS: tuple[tuple[type[Exception], JobEnding], ...] = (
+    (JobNeverStarted, JobEnding.never_started),
+    (JobStalled, JobEnding.stalled),
+    (JobTimedOut, JobEnding.deadline),
+    (JobExpired, JobEnding.expired),
+    (JobNotFound, JobEnding.not_found),
 )
 
 
@@ -75,9 +75,9 @@ async def wait_for_batch_job(
             status = await wait_for_job(poll, job_id, policy, on_progress=on_progress)
     except (JobError, JobNotFound) as error:
         last = getattr(error, "last_status", None)
-        ending = next((name for kind_, name in _ENDINGS if isinstance(error, kind_)), "error")
+        ending = next((name for kind_, name in _ENDINGS if isinstance(error, kind_)), JobEnding.error)
         return JobOutcome(
-            job=Job(id=job_id, type=kind, sites=len(site_ids), status=ending,
+            job=Job(id=job_id, type=kind, sites=len(site_ids), status=ending.value,
                     seconds_waited=round(time.monotonic() - started, 3), polls=polls,
                     reason=getattr(error, "message", str(error))),
             site_ids=site_ids,
@@ -98,8 +98,7 @@ async def wait_for_batch_job(
     )
 
 
-@task(name="wait-for-batch-job", task_run_name="wait-for-{kind}-job-{job_id}", **STEP_OPTIONS)
-async def wait_for_batch_job_task(
+async def watch_batch_job(
     client: DashboardClient, job_id: str, kind: str, site_ids: list[int], settings: PipelineSettings
 ) -> JobOutcome:
     """The sensor as a Prefect task, with a progress artifact updated while it waits."""
@@ -121,3 +120,7 @@ async def wait_for_batch_job_task(
     await aupdate_progress_artifact(artifact_id=artifact, progress=100.0 if outcome.finished else 0.0,
                                     description=ending)
     return outcome
+
+
+wait_for_batch_job_task = task(watch_batch_job, name="wait-for-batch-job", task_run_name="wait-for-{kind}-job-{job_id}",
+                               **STEP_OPTIONS)

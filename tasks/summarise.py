@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
-from fleet.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
+from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
 from tasks.retries import STEP_OPTIONS
 
 PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
@@ -48,8 +48,7 @@ def failure_rows(summary: Summary) -> list[dict[str, object]]:
     ][:TABLE_ROWS]
 
 
-@task(name="summarise", **STEP_OPTIONS)
-async def write_summary_task(summary: Summary, run_dir: Path) -> Path:
+async def write_summary(summary: Summary, run_dir: Path) -> Path:
     path = summary.write(run_dir)
     key = "nightly-" + "".join(ch if ch.isalnum() else "-" for ch in summary.run_id.lower())
     await acreate_markdown_artifact(headline(summary), key=f"{key}-headline"[:100], description="Run headline")
@@ -57,3 +56,6 @@ async def write_summary_task(summary: Summary, run_dir: Path) -> Path:
     if rows:
         await acreate_table_artifact(rows, key=f"{key}-failures"[:100], description="Items that did not update")
     return path
+
+
+write_summary_task = task(write_summary, name="summarise", **STEP_OPTIONS)

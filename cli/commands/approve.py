@@ -33,8 +33,8 @@ async def waiting_items(flow_run_id: UUID) -> list[dict]:
 def chosen_rows(items: list[dict], everything: bool, chosen: list[str]) -> list[dict]:
     """Tick the rows named `SITE:ITEM` (site id or domain; the item as in the policy: slug, plugin folder or
     `type:slug`); a name that matches no waiting row is an error that lists the waiting ones."""
-    from fleet.policy import ItemRef
-    from fleet.summary import UpdateType
+    from fleet.model.summary import UpdateType
+    from fleet.rules.policy import ItemRef
 
     wanted = []
     for entry in chosen:

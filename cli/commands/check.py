@@ -16,20 +16,20 @@ app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, 
 def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> None:
     """Run the check flow against FLEET_BASE_URL and print one line per site and a summary line; exit 1 if any
     site is unhealthy (the other exit codes: cli/errors.py)."""
-    from fleet.summary import SiteCheck
+    from fleet.model.summary import HealthCheck
     from flows.check import check_fleet
 
     chosen = selection(sites, tags, clients)
     checked = run_flow("check", lambda: check_fleet(selection=chosen))
     table = Table("id", "site", "healthy", "HTTP", "ms", "incidents", "problem")
     for site in sorted(checked, key=lambda site: (site.site_name.casefold(), site.site_id)):
-        result = site.check or SiteCheck()
+        result = site.check or HealthCheck()
         table.add_row(str(site.site_id), f"{site.site_name}\n{site.site_url}", "yes" if result.healthy else "NO",
                       str(result.http_code or ""), str(result.response_ms or ""), str(result.open_incidents),
                       result.problem)
     Console().print(table)
-    unhealthy = [site for site in checked if not (site.check or SiteCheck()).healthy]
-    incidents = sum((site.check or SiteCheck()).open_incidents for site in checked)
+    unhealthy = [site for site in checked if not (site.check or HealthCheck()).healthy]
+    incidents = sum((site.check or HealthCheck()).open_incidents for site in checked)
     typer.echo(f"{len(checked)} site(s) checked: {len(checked) - len(unhealthy)} healthy, {len(unhealthy)} "
                f"need attention, {incidents} open incident(s)")
     if unhealthy:

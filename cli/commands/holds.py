@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from fleet.holds import HoldStore
+    from fleet.state.holds import HoldStore
 
 app = typer.Typer(help="The versions the nights hold fleet-wide after they broke a site or failed on several.",
                   no_args_is_help=True)
@@ -21,8 +21,8 @@ StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state data
 
 
 def _store(state_db: Path | None) -> HoldStore:
-    from fleet.holds import HoldStore
-    from fleet.settings import PipelineSettings
+    from fleet.model.settings import PipelineSettings
+    from fleet.state.holds import HoldStore
 
     return HoldStore(state_db or PipelineSettings().state_path)
 

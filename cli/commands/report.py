@@ -27,7 +27,7 @@ def report(
     """Render the operator's and every client's report under RUN_DIR/report/; with --send, deliver them."""
     from pydantic import ValidationError
 
-    from fleet.summary import SUMMARY_FILE
+    from fleet.model.summary import SUMMARY_FILE
     from reporting.rows import SummaryError
     from reporting.run_report import ClientChoiceError, render_run
     from reporting.settings import MailSettings

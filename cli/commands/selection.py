@@ -10,7 +10,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from fleet.summary import Selection, Summary, UpdateType
+from fleet.model.summary import Selection, Summary, UpdateType
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ def selection(sites: list[str] | None, tags: list[str] | None, clients: list[str
 
 def check_policy(policy: Path | None) -> None:
     """Fail before contacting anything when the policy file is bad."""
-    from fleet.policy import PolicyError, load_policy
+    from fleet.rules.policy import PolicyError, load_policy
 
     if policy is None:
         return
@@ -66,7 +66,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
     """Run a flow from the command line: an expected failure prints one line (no traceback) and exits with its
     documented code (cli/errors.py); the night that broke sites still prints where its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
-    from fleet.breakage import SitesBrokenByRun
+    from fleet.rules.breakage import SitesBrokenByRun
 
     quiet_expected_tracebacks()
     try:

@@ -13,7 +13,7 @@ from prefect.concurrency.asyncio import concurrency
 from dashboard.block import DashboardConnection
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.estate import Estate, NightStatus, night_lock_name, write_limit_name
+from fleet.engine.estate import Estate, NightStatus, night_lock_name, write_limit_name
 from flows.dashboards import maintain_dashboards
 from tasks.limits import ensure_concurrency_limit
 

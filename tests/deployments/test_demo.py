@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.demo import run_demo
-from fleet.summary import Outcome
+from fleet.model.summary import Outcome
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

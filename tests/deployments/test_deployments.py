@@ -16,7 +16,7 @@ from cli.demo import dashboard_environment, environment
 from deployments.serve import ScheduleSettings, build_deployments, ensure_concurrency_limit
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.summary import Outcome, Summary, UpdateType
+from fleet.model.summary import Outcome, Summary, UpdateType
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 TRUTH_TYPE = {UpdateType.core: "wp"}

@@ -17,7 +17,7 @@ from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from cli.estate_demo import POOL, LocalEstate
-from fleet.estate import NightStatus, write_limit_name
+from fleet.engine.estate import NightStatus, write_limit_name
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -12,8 +12,8 @@ import pytest
 from cli.demo import dashboard_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.plan import Plan
-from fleet.summary import Summary, UpdateType
+from fleet.model.summary import Summary, UpdateType
+from fleet.rules.plan import Plan
 
 TRUTH_KEYS = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.breakage import SitesBrokenByRun
-from fleet.holds import HoldStore
-from fleet.settings import PipelineSettings
-from fleet.summary import Outcome, Selection, Summary
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Outcome, Selection, Summary
+from fleet.rules.breakage import SitesBrokenByRun
+from fleet.state.holds import HoldStore
 from flows.nightly import nightly_maintenance
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

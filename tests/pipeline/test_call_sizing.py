@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from fleet.call_sizing import CallSizer, Work, send_sized
+from fleet.pacing.call_sizing import CallSizer, Work, send_sized
 
 
 def sites(*ids: int, units: int = 1) -> deque[Work]:

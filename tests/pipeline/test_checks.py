@@ -5,9 +5,9 @@ from __future__ import annotations
 from dashboard.client import DashboardClient
 from emulator.config import EmulatorConfig
 from emulator.testing import InProcessEmulator
-from fleet.plan import SiteRecord
-from fleet.settings import PipelineSettings
-from fleet.summary import SiteCheck
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import HealthCheck
+from fleet.rules.plan import SiteRecord
 from tasks.checks import count_open_incidents
 
 
@@ -17,7 +17,7 @@ async def test_open_incidents_are_counted_once_for_all_sites_and_only_for_sites_
         down = {site.id for site in truth.values() if site.monitor and site.monitor.last_status == "down"}
         assert down, "the generated fleet has sites that are down"
         sites = [SiteRecord(id=site.id, url=site.url, name=site.name) for site in truth.values()]
-        checks = {site.id: SiteCheck(online=site.id not in down) for site in sites}
+        checks = {site.id: HealthCheck(online=site.id not in down) for site in sites}
         client = DashboardClient.from_credentials(emulator.credentials, transport=emulator.transport)
         async with client:
             counted = await count_open_incidents(client, sites, checks, PipelineSettings())
@@ -32,6 +32,6 @@ async def test_monitors_that_cannot_be_read_leave_the_checks_as_they_were():
         credentials = {**emulator.credentials, "api_keys": {"read_write": "not-a-key", "read_only": "not-a-key"}}
         client = DashboardClient.from_credentials(credentials, transport=emulator.transport, retry_attempts=1)
         sites = [SiteRecord(id=1, url="https://a.example/", name="a")]
-        checks = {1: SiteCheck(online=True)}
+        checks = {1: HealthCheck(online=True)}
         async with client:
             assert await count_open_incidents(client, sites, checks, PipelineSettings()) == checks

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.summary import Outcome, Summary, UpdateType
+from fleet.model.summary import Outcome, Summary, UpdateType
 
 
 @pytest.mark.usefixtures("prefect_harness")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fleet.containment import TonightsBreaks, newly_broken
-from fleet.plan import Decision, PlanItem
-from fleet.site_probe import ProbeResult
-from fleet.summary import UpdateType
+from fleet.engine.containment import TonightsBreaks, newly_broken
+from fleet.engine.site_probe import ProbeResult
+from fleet.model.summary import UpdateType
+from fleet.rules.plan import Decision, PlanItem
 
 OK, DOWN = ProbeResult(ok=True, http_code=200), ProbeResult(ok=False, http_code=500, error="HTTP 500")
 

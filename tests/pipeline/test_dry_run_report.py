@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.summary import Outcome, Selection
+from fleet.model.summary import Outcome, Selection
 from flows.nightly import nightly_maintenance
 from tests.pipeline.conftest import read_run
 

@@ -9,7 +9,7 @@ from prefect.utilities.callables import parameter_schema
 
 from dashboard.block import DashboardConnection
 from dashboard.settings import DashboardSettings
-from fleet.summary import Selection, Summary
+from fleet.model.summary import Selection, Summary
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report

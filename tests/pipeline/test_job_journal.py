@@ -8,10 +8,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.interrupted import account_interrupted
-from fleet.job_journal import Intent, JobJournal, OpenRun
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
-from fleet.summary import Outcome, UpdateType
+from fleet.engine.interrupted import account_interrupted
+from fleet.model.summary import Outcome, UpdateType
+from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
+from fleet.state.job_journal import Intent, JobJournal, OpenRun
 
 
 def test_a_run_still_going_on_in_this_process_is_not_taken_for_an_interrupted_one(tmp_path: Path):
@@ -58,7 +58,7 @@ def test_an_item_a_killed_run_sent_to_a_site_tonight_cannot_sync_is_unknown_not_
     sites = {1: SiteRecord(id=1, url="https://one.example/", name="One"),
              2: SiteRecord(id=2, url="https://two.example/", name="Two", status=SiteStatus.offline,
                            status_reason="sync failed: Site is known to be offline.")}
-    still = [PendingUpdate(site_id=2, type=UpdateType.plugin, slug="jetpack", from_version="13.0")]
+    still = [DetectedUpdate(site_id=2, type=UpdateType.plugin, slug="jetpack", from_version="13.0")]
     items = {(item.site_id, item.slug): item for item in account_interrupted([run], sites, still)}
     assert set(items) == {(1, "akismet"), (2, "akismet")}, "an item still pending is not accounted"
     assert items[(1, "akismet")].outcome is Outcome.updated

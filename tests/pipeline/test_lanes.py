@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from fleet.lanes import split_into_lanes
-from fleet.plan import Decision, IgnoredUpdate, PlanCohort, SiteStatus
-from fleet.policy import parse_policy
-from fleet.summary import UpdateType
+from fleet.engine.lanes import split_into_lanes
+from fleet.model.summary import UpdateType
+from fleet.rules.plan import Decision, IgnoreEntry, PlanCohort, SiteStatus
+from fleet.rules.policy import parse_policy
 from tests.pipeline.test_plan import P, T, plan_of, site, upd
 
 
 def test_lanes_split_the_cohort_and_keep_every_site_with_its_items():
     sites = [site(i) for i in range(1, 8)] + [site(8, status=SiteStatus.offline, status_reason="down")]
     pending = [upd(i, P, f"p{i}") for i in range(1, 9)] + [upd(3, T, "t3", "1.0", "1.1")]
-    plan = plan_of(sites, pending, ignored=[IgnoredUpdate(site_id=2, type=P, slug="held.php")])
+    plan = plan_of(sites, pending, ignored=[IgnoreEntry(site_id=2, type=P, slug="held.php")])
     cohort = PlanCohort(name="all", site_ids=[1, 2, 3, 4, 5, 6, 8])  # 7 is in another cohort; 8 has no work
 
     lanes = split_into_lanes(plan, cohort, lane_size=3)

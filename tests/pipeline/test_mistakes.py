@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.plan import NoSiteMatches
-from fleet.policy import PolicyError
-from fleet.summary import Selection
+from fleet.model.summary import Selection
+from fleet.rules.plan import NoSiteMatches
+from fleet.rules.policy import PolicyError
 from flows.nightly import nightly_maintenance
 
 

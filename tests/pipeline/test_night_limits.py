@@ -18,12 +18,13 @@ import pytest
 from prefect.settings import PREFECT_API_URL
 
 from dashboard.client import DashboardClient
-from fleet.plan import SiteStatus
-from fleet.settings import PipelineSettings
-from fleet.summary import Outcome, Selection, Summary, UpdateType
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Outcome, Selection, Summary, UpdateType
+from fleet.rules.plan import SiteStatus
+from fleet.rules.sync_failures import apply_sync_failures
 from flows.nightly import nightly_maintenance
 from flows.update import update_fleet
-from tasks.detect import apply_sync_failures, load_fleet
+from tasks.detect import load_fleet
 from tasks.sync import sync_sites
 from tests.pipeline.conftest import read_run, still_pending
 from tests.pipeline.test_nightly import assert_every_item_accounted, assert_truth_agrees, keys
@@ -174,7 +175,7 @@ async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_pa
 
 
 def read_plan(run_dir: Path):
-    from fleet.plan import Plan
+    from fleet.rules.plan import Plan
 
     return Plan.model_validate_json((run_dir / "plan.json").read_text())
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from dashboard.errors import InvalidInput
-from fleet.breakage import SitesBrokenByRun
-from fleet.plan import Decision
-from fleet.summary import NOT_ATTEMPTED, Outcome, Selection, UpdateType
+from fleet.model.summary import NOT_ATTEMPTED, Outcome, Selection, UpdateType
+from fleet.rules.breakage import SitesBrokenByRun
+from fleet.rules.plan import Decision
 from flows.nightly import nightly_maintenance
 from flows.update import update_fleet
 from tests.pipeline.conftest import installed, read_run, still_pending

@@ -5,21 +5,21 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from fleet.first_seen import FirstSeenStore
-from fleet.job_journal import JobJournal, JournalEntry
-from fleet.plan import (
+from fleet.model.summary import HealthCheck, Item, Outcome, Selection, UpdateType
+from fleet.rules.plan import (
     Decision,
-    IgnoredUpdate,
-    PendingUpdate,
+    DetectedUpdate,
+    IgnoreEntry,
     SiteRecord,
     SiteStatus,
     build_plan,
     select_sites,
     unmatched_selection,
 )
-from fleet.policy import Rule, parse_policy
-from fleet.rollout import assign_cohorts, failed_sites, judge_cohort, stop_cohorts
-from fleet.summary import Item, Outcome, Selection, SiteCheck, UpdateType
+from fleet.rules.policy import Rule, parse_policy
+from fleet.rules.rollout import assign_cohorts, failed_sites, judge_cohort, stop_cohorts
+from fleet.state.first_seen import FirstSeenStore
+from fleet.state.job_journal import JobJournal, JournalEntry
 
 NOW = datetime(2026, 11, 21, 2, 0, tzinfo=UTC)
 P, T, C, L = UpdateType.plugin, UpdateType.theme, UpdateType.core, UpdateType.translation
@@ -30,7 +30,7 @@ def site(id_, **kw):
 
 
 def upd(site_id, type_=P, slug="akismet/akismet.php", old="5.0", new="5.0.1"):
-    return PendingUpdate(site_id=site_id, type=type_, slug=slug, name=slug, from_version=old, to_version=new)
+    return DetectedUpdate(site_id=site_id, type=type_, slug=slug, name=slug, from_version=old, to_version=new)
 
 
 def plan_of(sites, pending, ignored=(), policy=None, selection=None, first_seen=None):
@@ -48,9 +48,9 @@ def test_every_pending_and_ignored_item_gets_one_decision():
     sites = [site(1), site(2, status=SiteStatus.offline, status_reason="Site is known to be offline.")]
     pending = [upd(1), upd(1, T, "twentyfour", "1.0", "1.1"), upd(2), upd(1)]  # a duplicate row
     ignored = [
-        IgnoredUpdate(site_id=1, type=P, slug="hello.php", name="Hello Dolly"),  # not pending: still reported
-        IgnoredUpdate(site_id=1, type=T, slug="twentyfour", ignored_version="1.1"),
-        IgnoredUpdate(site_id=9, type=P, slug="hello.php"),  # a site outside the selection
+        IgnoreEntry(site_id=1, type=P, slug="hello.php", name="Hello Dolly"),  # not pending: still reported
+        IgnoreEntry(site_id=1, type=T, slug="twentyfour", ignored_version="1.1"),
+        IgnoreEntry(site_id=9, type=P, slug="hello.php"),  # a site outside the selection
     ]
     plan = plan_of(sites, pending, ignored)
     items = by_key(plan)
@@ -65,7 +65,7 @@ def test_every_pending_and_ignored_item_gets_one_decision():
 
 
 def test_version_specific_ignore_does_not_cover_a_newer_version():
-    plan = plan_of([site(1)], [upd(1, new="5.2")], [IgnoredUpdate(site_id=1, type=P, slug="akismet/akismet.php",
+    plan = plan_of([site(1)], [upd(1, new="5.2")], [IgnoreEntry(site_id=1, type=P, slug="akismet/akismet.php",
                                                                   ignored_version="5.1,5.1.1")])
     assert plan.items[0].decision is Decision.apply
 
@@ -122,7 +122,7 @@ def test_cohort_over_budget_stops_the_later_cohorts():
                           parse_policy({"rollout": {"cohorts": ["tag:canary", "rest"], "failure_budget": 0}}).rollout)
     base = dict(site_url="u", site_name="n", type=P, slug="s", name="s")
     items = [Item(site_id=1, outcome=Outcome.updated, **base), Item(site_id=2, outcome=Outcome.unchanged, **base)]
-    failures = failed_sites(items, {1: SiteCheck(online=True), 2: SiteCheck(online=True)})
+    failures = failed_sites(items, {1: HealthCheck(online=True), 2: HealthCheck(online=True)})
     assert failures == {2}
     verdict = judge_cohort(plan.cohorts[0], len(failures))
     assert verdict.status == "stopped" and "exceed the failure budget of 0" in verdict.reason
@@ -130,8 +130,8 @@ def test_cohort_over_budget_stops_the_later_cohorts():
     assert [(c.name, c.status, c.sites) for c in later] == [("rest", "not_started", 8)]
     stopped = [i for i in plan.items if i.site_id > 2]
     assert all(i.decision is Decision.excluded and "cohort 'tag:canary'" in i.reason for i in stopped)
-    assert failed_sites([], {3: SiteCheck(probe_ok=False)}) == {3}
-    assert failed_sites([], {3: SiteCheck(probe_ok=False, before_ok=False)}) == set()  # it was down before
+    assert failed_sites([], {3: HealthCheck(probe_ok=False)}) == {3}
+    assert failed_sites([], {3: HealthCheck(probe_ok=False, before_ok=False)}) == set()  # it was down before
     assert judge_cohort(plan.cohorts[0], 0).status == "completed"
 
 
@@ -158,8 +158,8 @@ def test_job_journal_lists_open_jobs_young_enough(tmp_path: Path):
 
 
 def test_items_covered_by_a_running_journalled_job_are_not_sent_again(tmp_path: Path):
-    from fleet.plan import PlanItem
-    from tasks.execute import reuse_running_jobs
+    from fleet.rules.plan import PlanItem
+    from fleet.state.job_journal import reuse_running_jobs
 
     journal = JobJournal(tmp_path / "state.sqlite")
     journal.record(JournalEntry(job_id="update_1", run_id="crashed", kind="update", type=C,

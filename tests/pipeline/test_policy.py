@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.policy import PolicyError, Rule, SemverRule, load_policy, parse_policy, version_change
-from fleet.summary import Outcome, UpdateType
+from fleet.model.summary import Outcome, UpdateType
+from fleet.rules.policy import PolicyError, Rule, SemverRule, load_policy, parse_policy, version_change
 
 TODAY = date(2026, 11, 21)
 PLUGIN = UpdateType.plugin

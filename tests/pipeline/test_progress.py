@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from fleet.progress import NightProgress, Tally, heartbeat
+from fleet.pacing.progress import NightProgress, Tally, heartbeat
 
 
 def test_a_tally_estimates_the_time_left_from_its_rate():

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from dashboard.models import JobStatus, UpdateRunResult
-from fleet.execution import (
+from fleet.engine.run_summary import MissingItems, build_summary
+from fleet.model.summary import Job, Outcome, UpdateType
+from fleet.rules.execution import (
     CallResult,
     JobOutcome,
     UpdateCall,
@@ -16,10 +18,8 @@ from fleet.execution import (
     reports_from_run,
     split_evenly,
 )
-from fleet.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
-from fleet.reconcile import reconcile
-from fleet.run_summary import MissingItems, build_summary
-from fleet.summary import Job, Outcome, UpdateType
+from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
+from fleet.rules.reconcile import reconcile
 
 P, T, C = UpdateType.plugin, UpdateType.theme, UpdateType.core
 SITES = {i: SiteRecord(id=i, url=f"https://s{i}.example", name=f"S{i}") for i in range(1, 6)}
@@ -99,10 +99,10 @@ def test_reconcile_gives_each_item_one_outcome_from_the_fresh_list():
         CallResult(call=UpdateCall(type=P, site_ids=[5], slugs=["a/a.php"]), job_id="update_5"),
     ]
     after = [
-        PendingUpdate(site_id=2, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
-        PendingUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
-        PendingUpdate(site_id=4, type=T, slug="t", from_version="1.0", to_version="1.1"),
-        PendingUpdate(site_id=5, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+        DetectedUpdate(site_id=2, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+        DetectedUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+        DetectedUpdate(site_id=4, type=T, slug="t", from_version="1.0", to_version="1.1"),
+        DetectedUpdate(site_id=5, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
     ]
     jobs = [job("update_5", finished=False, reason="still processing at the deadline (3/10 sites)")]
     outcomes = {i.site_id: i for i in reconcile(items, SITES, calls, jobs, {}, after)}
@@ -119,9 +119,9 @@ def test_reconcile_moved_version_unverifiable_sites_and_failed_calls():
     calls = [CallResult(call=UpdateCall(type=T, site_ids=[1], slugs=["a/a.php"])),
              CallResult(call=UpdateCall(type=P, site_ids=[2, 3], slugs=["a/a.php"]), error="TransportError"),
              CallResult(call=UpdateCall(type=P, site_ids=[4], slugs=["a/a.php"]), job_id="update_4")]
-    after = [PendingUpdate(site_id=1, type=T, slug="a/a.php", from_version="1.1", to_version="1.1"),  # theme artefact
-             PendingUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
-             PendingUpdate(site_id=4, type=P, slug="a/a.php", from_version="1.0", to_version="1.1")]
+    after = [DetectedUpdate(site_id=1, type=T, slug="a/a.php", from_version="1.1", to_version="1.1"),  # theme artefact
+             DetectedUpdate(site_id=3, type=P, slug="a/a.php", from_version="1.0", to_version="1.1"),
+             DetectedUpdate(site_id=4, type=P, slug="a/a.php", from_version="1.0", to_version="1.1")]
     jobs = [job("update_4", reports=reports_from_job(JobStatus.model_validate(
         {"job_id": "update_4", "status": "completed",
          "errors": [{"site_id": 4, "code": "update_failed", "message": "plugins: a/a.php: Download failed."}]})))]

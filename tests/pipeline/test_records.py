@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleet.plan import Decision, PlanItem
-from fleet.summary import Item, Outcome, UpdateType
+from fleet.model.summary import Item, Outcome, UpdateType
+from fleet.rules.plan import Decision, PlanItem
 
 
 def item(slug: str) -> PlanItem:

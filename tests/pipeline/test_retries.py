@@ -7,7 +7,7 @@ from prefect import flow, task
 from prefect.states import Failed
 
 from dashboard.errors import AuthenticationError, InvalidInput, PermissionDenied, ServerError, TransportError
-from fleet.policy import PolicyError
+from fleet.rules.policy import PolicyError
 from tasks.retries import STEP_OPTIONS, retry_unless_permanent
 
 

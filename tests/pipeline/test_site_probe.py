@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
-from fleet.site_probe import probe_home_page
+from fleet.engine.site_probe import probe_home_page
 
 
 async def page(request):

@@ -6,9 +6,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from fleet.plan import SiteRecord
-from fleet.policy import PolicyError, parse_policy
-from fleet.windows import availability, place_in_windows
+from fleet.rules.plan import SiteRecord
+from fleet.rules.policy import PolicyError, parse_policy
+from fleet.rules.windows import availability, place_in_windows
 
 POLICY = {
     "windows": {

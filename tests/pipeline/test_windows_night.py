@@ -19,8 +19,8 @@ from prefect.client.schemas.objects import StateType
 from prefect.flow_runs import aresume_flow_run
 from prefect.settings import PREFECT_API_URL
 
-from fleet.plan import Decision, SiteRecord
-from fleet.summary import Outcome
+from fleet.model.summary import Outcome
+from fleet.rules.plan import Decision, SiteRecord
 from flows.update import update_fleet
 from reporting.run_report import render_reports
 from tests.pipeline.conftest import installed, read_run
@@ -206,8 +206,8 @@ async def test_fleet_approve_answers_the_gate_from_a_terminal(dashboard, tmp_pat
 
 
 async def test_a_window_that_closed_during_the_night_stops_new_calls_for_its_sites(dashboard, tmp_path):
-    from fleet.plan import PlanCohort
-    from fleet.settings import PipelineSettings
+    from fleet.model.settings import PipelineSettings
+    from fleet.rules.plan import PlanCohort
     from flows.sync import open_dashboard
     from flows.update import Night, run_cohort
 

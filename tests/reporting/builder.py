@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from fleet.summary import Client, Cohort, Item, Job, Outcome, Site, SiteCheck, Summary, UpdateType
+from fleet.model.summary import Cohort, HealthCheck, Item, Job, Outcome, ReportClient, SiteReport, Summary, UpdateType
 
 XSS = "<script>alert(1)</script>"
 CLIENTS = {
@@ -50,7 +50,7 @@ REASONS = {
 RULES = {Outcome.held: "hold", Outcome.excluded: "semver:minor", Outcome.ignored: "ignore:global"}
 
 
-def _item(site: Site, kind: UpdateType, entry: tuple[str, str, str, str], outcome: Outcome, night: date,
+def _item(site: SiteReport, kind: UpdateType, entry: tuple[str, str, str, str], outcome: Outcome, night: date,
           rng: random.Random) -> Item:  # fmt: skip
     slug, name, old, new = entry
     reason = rng.choice(REASONS[outcome]) if outcome in REASONS else None
@@ -73,19 +73,19 @@ def build_summary(
     one plugin is named like a script injection."""
     plugins = PLUGINS if xss_probe else [p for p in PLUGINS if p[1] != XSS]
     rng = random.Random(f"{seed}-{night.isoformat()}")
-    sites: list[Site] = []
+    sites: list[SiteReport] = []
     domains = [(client, *site) for client, named in CLIENTS.items() for site in named]
     domains += [(None, *site) for site in UNASSIGNED]
     for site_id, (client, domain, site_name) in enumerate(domains, start=1):
         status = "offline" if domain == "birch-portfolio.com" else "online"
-        check = SiteCheck(online=status == "online", http_code=200 if status == "online" else None,
+        check = HealthCheck(online=status == "online", http_code=200 if status == "online" else None,
                           response_ms=round(rng.uniform(180, 900), 1), probe_ok=True)  # fmt: skip
         if domain == "shop.northwindbakery.co.uk":
-            check = SiteCheck(
+            check = HealthCheck(
                 online=True, http_code=500, response_ms=2410.0, probe_ok=False, open_incidents=1,
                 probe_error="Checkout page returned HTTP 500 after the update",
             )  # fmt: skip
-        sites.append(Site(site_id=site_id, site_url=f"https://{domain}", site_name=site_name, client=client,
+        sites.append(SiteReport(site_id=site_id, site_url=f"https://{domain}", site_name=site_name, client=client,
                           status=status, check=check))  # fmt: skip
     items: list[Item] = []
     if updates:
@@ -123,10 +123,10 @@ def build_summary(
         items=items,
         sites=sites,
         clients=[
-            Client(name="Acme Dental", email="office@acmedental.com"),
-            Client(name="Birch & Co Architects", email="studio@birchandco.com", recipients=["it@birchandco.com"]),
-            Client(name="Northwind Bakery", email="hello@northwindbakery.co.uk"),
-            Client(name="Orchard Physio", email=None),
+            ReportClient(name="Acme Dental", email="office@acmedental.com"),
+            ReportClient(name="Birch & Co Architects", email="studio@birchandco.com", recipients=["it@birchandco.com"]),
+            ReportClient(name="Northwind Bakery", email="hello@northwindbakery.co.uk"),
+            ReportClient(name="Orchard Physio", email=None),
         ],
         jobs=[Job(id="job-1", type="update_plugins", sites=len(sites), status="completed", seconds_waited=41.5,
                   polls=9)],  # fmt: skip

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.summary import Summary
+from fleet.model.summary import Summary
 from reporting.run_report import OPERATOR, RenderedRun, ReportDeliveryError, render_run
 from tests.reporting.conftest import SmtpServer
 

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime
 from email import message_from_bytes, policy
 from pathlib import Path
 
-from fleet.estate import Estate, NightStatus, find_run_dir, read_night, tally_summary
-from fleet.summary import Outcome
+from fleet.engine.estate import Estate, NightStatus, find_run_dir, read_night, tally_summary
+from fleet.model.summary import Outcome
 from reporting.estate import deliver_estate, render_estate
 from reporting.run_report import render_reports
 from reporting.settings import MailSettings, SmtpSecurity

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.summary import SiteAlarm, Summary, Suspect, UpdateType
+from fleet.model.summary import SiteAlarm, Summary, Suspect, UpdateType
 from reporting.run_report import render_run
 from tests.reporting.builder import build_summary
 from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, SmtpServer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from fleet.summary import Summary
+from fleet.model.summary import Summary
 from reporting.render import data_uri
 from reporting.run_report import (
     OPERATOR,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from fleet.summary import Outcome, Summary
+from fleet.model.summary import Outcome, Summary
 from reporting.aggregate import LEFT_OUT
 from reporting.model import OUTCOME_TITLES
 from reporting.render import data_uri

@@ -50,7 +50,7 @@ def test_the_failure_rate_chart_keeps_100_percent_and_its_counts_inside_the_pict
 
 
 def test_a_night_that_broke_many_sites_shows_20_in_full_and_counts_them_all(tmp_path: Path):
-    from fleet.summary import SiteAlarm
+    from fleet.model.summary import SiteAlarm
     from tests.reporting.builder import build_summary
 
     summary = build_summary(date(2026, 3, 9))

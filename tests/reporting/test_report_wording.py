@@ -3,7 +3,7 @@ happens next for a client, ignored and excluded items as one sentence for a clie
 
 from __future__ import annotations
 
-from fleet.summary import Item, Outcome, UpdateType
+from fleet.model.summary import Item, Outcome, UpdateType
 from reporting.aggregate import alarms, items_frame, left_out_sentence, not_done
 from reporting.model import Headline, NotDoneRow
 from reporting.rows import ItemRow
@@ -91,7 +91,7 @@ def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendere
 def test_the_sentence_about_holds_is_made_from_the_holds_stored() -> None:
     from datetime import date
 
-    from fleet.summary import NightHold, SiteAlarm, Suspect
+    from fleet.model.summary import NightHold, SiteAlarm, Suspect
 
     alarm = SiteAlarm(site_id=1, site_url="https://a.example/", site_name="A", client=None, saw="HTTP 500",
                       suspects=[Suspect(type=UpdateType.plugin, slug="forms", name="Forms", from_version="1.0",
@@ -111,8 +111,8 @@ def test_a_client_reads_held_and_skipped_items_without_another_clients_site_or_a
     dashboard's error: the client's report says what happens next; the operator's keeps the evidence."""
     from datetime import date
 
-    from fleet.holds import bad_versions
-    from fleet.summary import SiteAlarm, Suspect
+    from fleet.model.summary import SiteAlarm, Suspect
+    from fleet.state.holds import bad_versions
     from reporting.run_report import render_reports
     from tests.reporting.builder import build_summary
 

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.summary import Delivery, Outcome, Summary
+from fleet.model.summary import Delivery, Outcome, Summary
 from reporting import charts
 from reporting.json_stream import ObjectStream
 from reporting.model import OUTCOME_ORDER, PluginFailure, TrendRow

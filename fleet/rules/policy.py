@@ -21,8 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from fleet.summary import Outcome, UpdateType
-from fleet.windows import Blackout, Windows
+from fleet.model.summary import Outcome, UpdateType
+from fleet.rules.windows import Blackout, Windows
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _ITEM_REF = re.compile(r"^\s*(?:(?P<type>[a-z]+):)?\s*(?P<slug>[^<>=!~\s,]+)\s*(?P<pin>.*?)\s*$")
@@ -351,7 +351,7 @@ OverrideNames = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
-class Decision:
+class PolicyDecision:
     """Why an item is not applied: the outcome it gets, the rule, a readable reason, a date when relevant."""
 
     outcome: Outcome
@@ -428,28 +428,28 @@ class EffectiveRules:
         to_version: str | None,
         first_seen: date,
         today: date,
-    ) -> Decision | None:
+    ) -> PolicyDecision | None:
         """None to apply the item, else the first rule that stops it."""
         label = name or slug
         if not self.types.get(type_, True):
-            return Decision(Outcome.excluded, Rule.types, f"{type_} updates are turned off by the policy")
+            return PolicyDecision(Outcome.excluded, Rule.types, f"{type_} updates are turned off by the policy")
         for hold in self.holds:
             if hold.active(today) and hold.ref.matches(type_, slug, name) and hold.holds_version(to_version):
                 pin = f" (pinned {hold.specifier})" if hold.specifier else ""
-                return Decision(Outcome.held, Rule.hold, f"held: {hold.reason}{pin}", hold.expires)
+                return PolicyDecision(Outcome.held, Rule.hold, f"held: {hold.reason}{pin}", hold.expires)
         if self.allow_list and not any(ref.matches(type_, slug, name) for ref in self.allow):
-            return Decision(Outcome.excluded, Rule.allow_list, f"{label} is not on the policy's allow-list")
+            return PolicyDecision(Outcome.excluded, Rule.allow_list, f"{label} is not on the policy's allow-list")
         if type_ is not UpdateType.translation:
             limit = self._item_rule(type_, slug, name, "semver") or self.semver
             change = version_change(from_version, to_version)
             if change is None and limit is not SemverRule.major:
-                return Decision(
+                return PolicyDecision(
                     Outcome.excluded,
                     Rule.semver,
                     f"cannot compare versions {from_version!r} -> {to_version!r} under the {limit} rule",
                 )
             if change is not None and change.rank > limit.rank:
-                return Decision(
+                return PolicyDecision(
                     Outcome.excluded,
                     Rule.semver,
                     f"{change} update {from_version} -> {to_version} exceeds the {limit} rule",
@@ -459,7 +459,7 @@ class EffectiveRules:
         eligible = first_seen + timedelta(days=min_age)
         if today < eligible:
             age = (today - first_seen).days
-            return Decision(
+            return PolicyDecision(
                 Outcome.delayed,
                 Rule.min_age,
                 f"first seen {first_seen.isoformat()} ({age} of {min_age} days)",

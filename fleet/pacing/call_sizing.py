@@ -15,6 +15,7 @@ import statistics
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 R = TypeVar("R")
@@ -25,6 +26,14 @@ HISTORY = 64  # per-unit times kept per operation (the median of these is the es
 JUDGE_AFTER = 5  # answers of an operation before the first ones (one-site calls) are judged slow or not
 UNSEEN_SITES = 5  # sites never measured share a call only this many at a time: three slow ones in it would
 # pass the gateway (3 x 10 x 2 s), and the fewer share a call, the rarer that is
+
+
+class Operation(StrEnum):
+    """What the sizer times: a site synced, a site checked, an update item applied."""
+
+    sync = "sync"
+    check = "check"
+    update_item = "update_item"
 
 
 @dataclass(frozen=True)
@@ -50,19 +59,19 @@ class CallSizer:
     max_sites: int = 200
     threshold: int = 200
     first_units: int = 1
-    per_unit: dict[str, deque[float]] = field(default_factory=dict)
+    per_unit: dict[Operation, deque[float]] = field(default_factory=dict)
     site_factor: dict[int, float] = field(default_factory=dict)
     suspects: set[int] = field(default_factory=set)
     calls: int = 0
     slow_calls: int = 0
     seen: set[int] = field(default_factory=set)
     lost_sites: set[int] = field(default_factory=set)
-    unjudged: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    unjudged: dict[Operation, list[tuple[int, float]]] = field(default_factory=dict)
 
-    def sizing(self, operation: str) -> bool:
-        return self.budget > 0 and (operation != "update_item" or self.max_sites <= self.threshold)
+    def sizing(self, operation: Operation) -> bool:
+        return self.budget > 0 and (operation != Operation.update_item or self.max_sites <= self.threshold)
 
-    def estimate(self, operation: str) -> float | None:
+    def estimate(self, operation: Operation) -> float | None:
         """Seconds per unit of `operation` on an ordinary site, or None before any answer."""
         history = self.per_unit.get(operation)
         return statistics.median(history) if history else None
@@ -74,7 +83,7 @@ class CallSizer:
         """A site seen slow, or suspected of it, gets calls of its own."""
         return site_id in self.suspects or self.factor(site_id) > SLOW_MARGIN
 
-    def settle_seconds(self, operation: str, site_ids: list[int]) -> float:
+    def settle_seconds(self, operation: Operation, site_ids: list[int]) -> float:
         """How long a read of these sites' state may stay unchanged while `operation` still runs on one of
         them. A lost answer most often hides a slow site not yet known as one, so one unit is allowed the
         slow tail's time (`TAIL_FACTOR`), with room to spare; before anything was measured, three budgets."""
@@ -83,13 +92,13 @@ class CallSizer:
             return 3 * max(self.budget, 1.0)
         return 1.5 * per_unit * max(TAIL_FACTOR, *(self.factor(site_id) for site_id in site_ids))
 
-    def predict(self, operation: str, work: list[Work]) -> float | None:
+    def predict(self, operation: Operation, work: list[Work]) -> float | None:
         per_unit = self.estimate(operation)
         if per_unit is None:
             return None
         return sum(per_unit * self.factor(part.site_id) * part.units for part in work)
 
-    def units_per_call(self, operation: str, site_id: int | None = None) -> int:
+    def units_per_call(self, operation: Operation, site_id: int | None = None) -> int:
         """How many units of `operation` fit the budget (on `site_id`, if it is slow)."""
         per_unit = self.estimate(operation)
         if per_unit is None:
@@ -97,7 +106,7 @@ class CallSizer:
         per_unit *= self.factor(site_id) if site_id is not None else 1.0
         return max(1, int(self.budget / per_unit)) if per_unit > 0 else 1 << 30
 
-    def split_slow(self, operation: str, work: list[Work]) -> list[Work]:
+    def split_slow(self, operation: Operation, work: list[Work]) -> list[Work]:
         """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
 
         A site known slow goes first, all of it: its long calls then run beside the ordinary ones instead of
@@ -129,11 +138,11 @@ class CallSizer:
                 ordinary.append(part)
         return first + ordinary + rest
 
-    def cap(self, operation: str) -> int:
+    def cap(self, operation: Operation) -> int:
         """Most sites in one call: only updates may be sent as batch jobs, on purpose."""
-        return self.max_sites if operation == "update_item" else min(self.max_sites, self.threshold)
+        return self.max_sites if operation == Operation.update_item else min(self.max_sites, self.threshold)
 
-    def take(self, operation: str, queue: deque[Work]) -> list[Work]:
+    def take(self, operation: Operation, queue: deque[Work]) -> list[Work]:
         """The next call's share of `queue`: a suspect or slow site alone, else sites up to the budget."""
         cap = self.cap(operation)
         if not self.sizing(operation):
@@ -153,7 +162,7 @@ class CallSizer:
             taken.append(queue.popleft())
         return taken
 
-    def learn(self, operation: str, work: list[Work], elapsed: float | None) -> None:
+    def learn(self, operation: Operation, work: list[Work], elapsed: float | None) -> None:
         """Fold one answer in: the call's time per unit, and whether a site in it is slow."""
         if elapsed is None or not work:
             return
@@ -196,7 +205,7 @@ class CallSizer:
         if len(history) >= JUDGE_AFTER and self.unjudged.get(operation):
             self._judge_first_answers(operation)
 
-    def _judge_first_answers(self, operation: str) -> None:
+    def _judge_first_answers(self, operation: Operation) -> None:
         """The first one-site calls had nothing to be compared with: now a slow one among them is known."""
         ordinary = self.estimate(operation) or 0.0
         for site, per_unit in self.unjudged.pop(operation):
@@ -204,7 +213,7 @@ class CallSizer:
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
 
-    def lost(self, operation: str, work: list[Work]) -> None:
+    def lost(self, operation: Operation, work: list[Work]) -> None:
         """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
         is taken for at least the slow tail (twice what it was thought to be) and goes alone for the rest of
         the night (a quick answer later proves nothing: the lost call may have done its work already). The
@@ -229,7 +238,7 @@ Send = Callable[[object, list[Work]], Awaitable[tuple[R, float | None]]]
 
 async def send_sized(
     sizer: CallSizer,
-    operation: str,
+    operation: Operation,
     groups: dict[object, list[Work]],
     send: Send[R],
     limit: int,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from fleet.first_seen import open_state_db
+from fleet.state.database import open_state_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS maintained (

@@ -11,12 +11,14 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
 from dashboard.models import JobStatus, SiteItemsUpdate, UpdateRunResult
-from fleet.plan import PlanItem
-from fleet.summary import Job, Record, UpdateType
+from fleet.model.summary import Job, Record, UpdateType
+from fleet.pacing.call_sizing import Work
+from fleet.rules.plan import PlanItem
 
 APPLY_ORDER = (UpdateType.translation, UpdateType.plugin, UpdateType.theme, UpdateType.core)
 _JOB_TYPE_ALIASES = {"plugins": "plugin", "themes": "theme", "translations": "translation", "wp": "core"}
@@ -51,6 +53,18 @@ class CallResult(BaseModel):
     error: str | None = Field(None, description="The call itself failed; nothing is known of its items.")
     lost: str | None = Field(None, description="The answer was lost (504, timeout): the call may have run.")
     quiet: bool = Field(True, description="After a lost answer: its sites went quiet before they were re-read.")
+
+
+class JobEnding(StrEnum):
+    """How the sensor's wait on a job ended without the job finishing (a finished job keeps the dashboard's
+    `JobState`)."""
+
+    never_started = "never_started"
+    stalled = "stalled"
+    deadline = "deadline"
+    expired = "expired"
+    not_found = "not_found"
+    error = "error"
 
 
 class JobOutcome(BaseModel):
@@ -138,6 +152,26 @@ def plan_calls(
         for part in split_evenly(sorted(site_ids), sites_per_call):
             calls.append(UpdateCall(type=type_, site_ids=part, slugs=list(slugs)))
     return calls
+
+
+def sized_groups(
+    items: list[PlanItem], type_: UpdateType, untouchable: dict[int, list[str]] | None
+) -> dict[tuple[tuple[str, ...], bool], list[Work]]:
+    """The safe slug filters of `plan_calls`, each with its sites' work: one unit per planned item.
+
+    Any part of a group may be sent on its own with the union of its sites' slugs as the filter: a subset of
+    a filter that touches nothing unplanned touches nothing unplanned either.
+    """
+    planned: dict[int, list[str]] = {}
+    for item in items:
+        planned.setdefault(item.site_id, []).append(item.slug)
+    groups: dict[tuple[tuple[str, ...], bool], list[Work]] = {}
+    for call in plan_calls(items, type_, len(planned) or 1, untouchable):
+        key = (tuple(call.slugs), call.per_site)
+        groups.setdefault(key, []).extend(
+            Work(site_id, len(planned[site_id]), tuple(sorted(planned[site_id]))) for site_id in call.site_ids
+        )
+    return groups
 
 
 def reports_from_run(result: UpdateRunResult) -> list[ItemReport]:

@@ -3,7 +3,7 @@
 The dashboard has no guard against a second identical job, so a retried task or a re-run after a crash looks
 here first and waits on the job already running instead of starting it again. A run killed mid-night leaves
 its run open and its intents behind: the next run finds them, waits for those sites to be quiet, and accounts
-for every item the killed run touched (`fleet.interrupted`).
+for every item the killed run touched (`fleet.engine.interrupted`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from fleet.first_seen import open_state_db
-from fleet.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
-from fleet.summary import UpdateType
+from fleet.model.settings import DASHBOARD_JOB_TIMEOUT_SECONDS
+from fleet.model.summary import UpdateType
+from fleet.rules.execution import CallResult, UpdateCall
+from fleet.rules.plan import PlanItem
+from fleet.state.database import open_state_db
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -224,3 +226,21 @@ def _still_running(host: str, pid: int, started: datetime) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def reuse_running_jobs(
+    items: list[PlanItem], type_: UpdateType, journal: JobJournal
+) -> tuple[list[CallResult], list[PlanItem]]:
+    """Attach items already covered by an unfinished journalled job to that job; return the rest."""
+    reused, remaining = [], list(items)
+    for entry in journal.open_jobs("update"):
+        if entry.type is not type_:
+            continue
+        covered = {(site_id, slug) for site_id in entry.site_ids for slug in entry.slugs}
+        mine = [item for item in remaining if (item.site_id, item.slug) in covered]
+        if mine:
+            sites = sorted({item.site_id for item in mine})
+            reused.append(CallResult(call=UpdateCall(type=type_, site_ids=sites, slugs=entry.slugs),
+                                     job_id=entry.job_id, reused=True))
+            remaining = [item for item in remaining if (item.site_id, item.slug) not in covered]
+    return reused, remaining

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from fleet.call_sizing import CallSizer
+from fleet.pacing.call_sizing import CallSizer
 
 DASHBOARD_JOB_TIMEOUT_SECONDS = 4 * 3600  # the dashboard fails a batch job after 4 hours
 

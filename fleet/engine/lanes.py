@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fleet.fan_out import chunked
-from fleet.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
-from fleet.summary import UpdateType
+from fleet.model.summary import UpdateType
+from fleet.pacing.fan_out import chunked
+from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
 
 
 @dataclass

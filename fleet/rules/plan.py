@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from fleet.first_seen import UpdateKey
-from fleet.policy import EffectiveRules, OverrideNames, Policy, Rule
-from fleet.summary import Outcome, Record, Selection, UpdateType
-from fleet.windows import Deferral
+from fleet.model.release import UpdateKey
+from fleet.model.summary import Outcome, Record, Selection, UpdateType
+from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule
+from fleet.rules.windows import Deferral
 
 
 class SiteStatus(StrEnum):
@@ -68,7 +68,7 @@ class SiteRecord(Record):
         return str(self.id), self.domain
 
 
-class PendingUpdate(Record):
+class DetectedUpdate(Record):
     """One update the dashboard offers for one site."""
 
     site_id: int
@@ -88,7 +88,7 @@ class PendingUpdate(Record):
         return self.type.value, self.slug, self.to_version or self.from_version or ""
 
 
-class IgnoredUpdate(Record):
+class IgnoreEntry(Record):
     """An entry of the dashboard's ignore lists (global entries come repeated for every site)."""
 
     site_id: int
@@ -113,7 +113,7 @@ class Decision(StrEnum):
     awaiting_approval = "awaiting_approval"  # applied only once a person approves it at the night's gate
 
 
-class PlanItem(PendingUpdate):
+class PlanItem(DetectedUpdate):
     decision: Decision
     reason: str | None = None
     rule: str | None = None
@@ -205,8 +205,8 @@ def build_plan(
     run_id: str,
     created_at: datetime,
     sites: list[SiteRecord],
-    pending: list[PendingUpdate],
-    ignored: list[IgnoredUpdate],
+    pending: list[DetectedUpdate],
+    ignored: list[IgnoreEntry],
     policy: Policy,
     first_seen: dict[UpdateKey, date],
     selection: Selection,
@@ -216,7 +216,7 @@ def build_plan(
     """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`."""
     today = (planned_for or created_at).date()
     by_id = {site.id: site for site in sites}
-    ignores: dict[tuple[int, UpdateType, str], IgnoredUpdate] = {}
+    ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
     for entry in ignored:
         if entry.site_id in by_id:
             ignores.setdefault((entry.site_id, entry.type, entry.slug), entry)
@@ -286,7 +286,7 @@ def build_plan(
         if key not in seen:
             seen.add(key)
             version = None if "all_versions" in entry.ignored_version else entry.ignored_version
-            update = PendingUpdate(
+            update = DetectedUpdate(
                 site_id=entry.site_id, type=entry.type, slug=entry.slug, name=entry.name, to_version=version
             )
             items.append(_ignored(update, entry))
@@ -294,7 +294,7 @@ def build_plan(
                 sites=sites, items=items)
 
 
-def _ignored(update: PendingUpdate, entry: IgnoredUpdate) -> PlanItem:
+def _ignored(update: DetectedUpdate, entry: IgnoreEntry) -> PlanItem:
     versions = "all versions" if "all_versions" in entry.ignored_version else f"version {entry.ignored_version}"
     return PlanItem(
         **update.model_dump(),

@@ -6,9 +6,9 @@ import hashlib
 import math
 from collections.abc import Iterable
 
-from fleet.plan import Decision, Plan, PlanCohort, SiteRecord
-from fleet.policy import Rollout, Rule
-from fleet.summary import Cohort, Item, Outcome, SiteCheck
+from fleet.model.summary import Cohort, HealthCheck, Item, Outcome
+from fleet.rules.plan import Decision, Plan, PlanCohort, SiteRecord
+from fleet.rules.policy import Rollout, Rule
 
 ALL_SITES = "all"
 FAILED_OUTCOMES = frozenset({Outcome.failed, Outcome.unchanged, Outcome.unknown})
@@ -65,7 +65,7 @@ def assign_cohorts(plan: Plan, rollout: Rollout | None) -> Plan:
     return plan
 
 
-def failed_sites(items: Iterable[Item], checks: dict[int, SiteCheck]) -> set[int]:
+def failed_sites(items: Iterable[Item], checks: dict[int, HealthCheck]) -> set[int]:
     """Sites where an attempted item did not end updated, or whose health check failed (a site already down
     before the updates is not the cohort's failure)."""
     failed = {item.site_id for item in items if item.outcome in FAILED_OUTCOMES}

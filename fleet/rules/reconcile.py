@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from fleet.execution import CallResult, ItemReport, JobOutcome
-from fleet.plan import Decision, PendingUpdate, Plan, PlanItem, SiteRecord
-from fleet.summary import Item, Outcome
+from fleet.model.summary import Item, Outcome
+from fleet.rules.execution import CallResult, ItemReport, JobOutcome
+from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
 
 DRY_RUN_RULE = "dry_run"
 
@@ -93,7 +93,7 @@ def reconcile(
     calls: list[CallResult],
     jobs: list[JobOutcome],
     resync_errors: dict[int, str],
-    after: list[PendingUpdate],
+    after: list[DetectedUpdate],
 ) -> list[Item]:
     """Outcomes of the items that were to be applied.
 

@@ -5,12 +5,12 @@ Keyed fleet-wide by (type, slug, offered version): the age of a release does not
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
-UpdateKey = tuple[str, str, str]  # (type, slug, offered version)
+from fleet.model.release import UpdateKey
+from fleet.state.database import open_state_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS first_seen (
@@ -18,14 +18,6 @@ CREATE TABLE IF NOT EXISTS first_seen (
     PRIMARY KEY (type, slug, version)
 )
 """
-
-
-def open_state_db(path: Path) -> sqlite3.Connection:
-    """One connection to the pipeline's state file, created on first use."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, timeout=30)
-    connection.execute("PRAGMA journal_mode=WAL")
-    return connection
 
 
 class FirstSeenStore:

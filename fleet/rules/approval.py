@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fleet.plan import Decision, Plan, PlanCohort, PlanItem
-from fleet.policy import Approval, Rule
+from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem
+from fleet.rules.policy import Approval, Rule
 
 ItemKey = tuple[int, str, str]  # (site id, type, slug)
 

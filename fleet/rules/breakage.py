@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from fleet.summary import Item, Outcome, SiteAlarm, SiteCheck, Suspect
+from fleet.model.summary import HealthCheck, Item, Outcome, SiteAlarm, Suspect
 
 SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.failed, Outcome.unchanged)  # in that order
 
@@ -40,7 +40,7 @@ def site_page(dashboard: str | None, site_id: int) -> str | None:
 
 
 def judge_sites(
-    items: list[Item], sites: list[tuple[int, str, str, str | None]], checks: dict[int, SiteCheck],
+    items: list[Item], sites: list[tuple[int, str, str, str | None]], checks: dict[int, HealthCheck],
     dashboard: str | None,
 ) -> tuple[list[SiteAlarm], list[SiteAlarm]]:
     """(broken by this run, already down), and the suspects flagged on `items` (they keep their outcome).

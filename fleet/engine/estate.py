@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.summary import SUMMARY_FILE, write_atomically
+from fleet.model.summary import SUMMARY_FILE, write_atomically
 
 ESTATE_FILE = "estate.json"
 OPERATOR_REPORT = "report/operator.html"

@@ -1,15 +1,15 @@
 """Accounting for a run that was killed mid-night: every item it applied gets an outcome in the next run.
 
-The killed run journalled every write call before sending it (`fleet.job_journal`). Once its sites are quiet
+The killed run journalled every write call before sending it (`fleet.state.job_journal`). Once its sites are quiet
 and re-read, an item it meant to update is accounted for as `updated` by it when it is no longer pending at
 the version it had then; an item still pending is not, and the new run plans and applies it as its own.
 """
 
 from __future__ import annotations
 
-from fleet.job_journal import OpenRun
-from fleet.plan import PendingUpdate, SiteRecord, SiteStatus
-from fleet.summary import Item, Outcome, UpdateType
+from fleet.model.summary import Item, Outcome, UpdateType
+from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
+from fleet.state.job_journal import OpenRun
 
 
 def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int]:
@@ -19,7 +19,7 @@ def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int
                    for site_id in intent.site_ids})
 
 
-def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[PendingUpdate]) -> list[Item]:
+def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[DetectedUpdate]) -> list[Item]:
     """The items the interrupted runs applied, each with the run that applied it.
 
     `sites` are the runs' sites as tonight found them and `fresh` their pending list read tonight; an item on

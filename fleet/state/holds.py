@@ -14,10 +14,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from fleet.first_seen import open_state_db
-from fleet.plan import Decision, PlanItem
-from fleet.policy import ItemRef, Rule
-from fleet.summary import NightHold, Outcome, Summary, UpdateType
+from fleet.model.summary import NightHold, Outcome, Summary, UpdateType
+from fleet.rules.plan import Decision, PlanItem
+from fleet.rules.policy import ItemRef, Rule
+from fleet.state.database import open_state_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS night_holds (

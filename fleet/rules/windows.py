@@ -11,13 +11,10 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, Self, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-if TYPE_CHECKING:
-    from fleet.plan import SiteRecord
 
 _HOURS = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 LOOKAHEAD_DAYS = 400  # a window that does not open within this many days is reported as never opening
@@ -218,10 +215,23 @@ def availability(
     return Availability(open=False, deferral=Deferral(reason=reason, opens_at=upcoming, timezone=window.timezone))
 
 
+class PlacedSite(Protocol):
+    """What placing a site in its window reads of it (the plan's site record is one)."""
+
+    id: int
+    client: str | None
+    tags: list[str]
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Self: ...
+
+
+SiteT = TypeVar("SiteT", bound=PlacedSite)
+
+
 def place_in_windows(
-    sites: list[SiteRecord], windows: Windows | None, blackouts: list[Blackout], at: datetime,
+    sites: list[SiteT], windows: Windows | None, blackouts: list[Blackout], at: datetime,
     maintained: dict[int, date] | None = None,
-) -> tuple[list[SiteRecord], dict[int, date]]:
+) -> tuple[list[SiteT], dict[int, date]]:
     """Each site with its deferral (outside its window, in a blackout, or already maintained in this window's day)
     or the moment its window closes; and the window day of each site that may be touched now."""
     answers: dict[tuple[str | None, tuple[str, ...]], Availability] = {}

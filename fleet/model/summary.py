@@ -79,7 +79,7 @@ class Item(Record):
         None, description="The interrupted run that applied this item (accounted for by this run).")
 
 
-class SiteCheck(Record):
+class HealthCheck(Record):
     """Health of one site after the updates."""
 
     model_config = ConfigDict(extra="ignore")
@@ -109,7 +109,7 @@ class SiteCheck(Record):
         return ""
 
 
-class Site(Record):
+class SiteReport(Record):
     model_config = ConfigDict(extra="ignore")
 
     site_id: int
@@ -118,7 +118,7 @@ class Site(Record):
     client: str | None = None
     status: str = "online"  # online | offline | suspended | disconnected | child_too_old
     updated: bool = False
-    check: SiteCheck | None = None
+    check: HealthCheck | None = None
     deferred: str | None = Field(None, description="Why the site was not touched tonight (window or blackout).")
     opens_at: datetime | None = Field(None, description="When the deferred site's window next opens.")
     revived: bool = Field(False, description="The dashboard refused it as known offline; checked tonight, it "
@@ -167,7 +167,7 @@ class NightHold(BaseModel):
         return (today - self.since).days
 
 
-class Client(BaseModel):
+class ReportClient(BaseModel):
     """A dashboard client, so that a per-client report can be addressed."""
 
     model_config = ConfigDict(extra="ignore")
@@ -272,8 +272,8 @@ class Summary(BaseModel):
     approval: ApprovalRecord | None = None
     counts: Counts = Field(default_factory=Counts)
     items: list[Item] = Field(default_factory=list)
-    sites: list[Site] = Field(default_factory=list)
-    clients: list[Client] = Field(default_factory=list)
+    sites: list[SiteReport] = Field(default_factory=list)
+    clients: list[ReportClient] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
     cohorts: list[Cohort] = Field(default_factory=list)
     deliveries: list[Delivery] = Field(default_factory=list)

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fleet.breakage import judge_sites
-from fleet.call_sizing import CallSizer
-from fleet.job_journal import OpenRun
-from fleet.plan import Plan
-from fleet.policy import Policy
-from fleet.reconcile import DRY_RUN_RULE, not_attempted
-from fleet.summary import (
+from fleet.model.summary import (
     ApprovalRecord,
-    Client,
     Cohort,
     DashboardWork,
+    HealthCheck,
     Item,
     Job,
     NightHold,
     Outcome,
-    Site,
+    ReportClient,
     SiteAlarm,
-    SiteCheck,
+    SiteReport,
     Summary,
 )
+from fleet.pacing.call_sizing import CallSizer, Operation
+from fleet.rules.breakage import judge_sites
+from fleet.rules.plan import Plan
+from fleet.rules.policy import Policy
+from fleet.rules.reconcile import DRY_RUN_RULE, not_attempted
+from fleet.state.job_journal import OpenRun
 
 
 class MissingItems(RuntimeError):
@@ -36,8 +36,8 @@ def build_summary(
     attempted: list[Item],
     jobs: list[Job],
     cohorts: list[Cohort],
-    checks: dict[int, SiteCheck],
-    clients: list[Client],
+    checks: dict[int, HealthCheck],
+    clients: list[ReportClient],
     errors: list[str],
     finished_at: datetime,
     dashboard: str | None = None,
@@ -60,7 +60,7 @@ def build_summary(
     if not mail_clients_when_broken:
         clients = hold_client_mail(clients, broken)
     sites = [
-        Site(
+        SiteReport(
             site_id=site.id,
             site_url=site.url,
             site_name=site.name,
@@ -96,7 +96,7 @@ def build_summary(
     )
 
 
-def clients_with_recipients(clients: list[Client], policy: Policy, site_clients: set[str]) -> list[Client]:
+def clients_with_recipients(clients: list[ReportClient], policy: Policy, site_clients: set[str]) -> list[ReportClient]:
     """The clients that own selected sites, with the policy's recipients replacing the client's e-mail."""
     overrides = {name.lower(): recipients for name, recipients in policy.recipients.items()}
     chosen = []
@@ -108,7 +108,7 @@ def clients_with_recipients(clients: list[Client], policy: Policy, site_clients:
     return chosen
 
 
-def hold_client_mail(clients: list[Client], broken: list[SiteAlarm]) -> list[Client]:
+def hold_client_mail(clients: list[ReportClient], broken: list[SiteAlarm]) -> list[ReportClient]:
     """A client whose site the night broke is not mailed automatically: the operator reviews the report first."""
     names: dict[str, list[str]] = {}
     for alarm in broken:
@@ -125,13 +125,14 @@ def dashboard_work(
     sizer: CallSizer, *, syncs: int, update_items: int, checks: int, naive_syncs: int, naive_checks: int
 ) -> DashboardWork:
     """The night's site operations against the naive chain's, in modelled seconds at the measured times."""
-    rates = {operation: sizer.estimate(operation) for operation in ("sync", "update_item", "check")}
-    known = all(rate is not None for operation, rate in rates.items() if operation != "check" or checks)
+    rates = {operation: sizer.estimate(operation) for operation in Operation}
+    known = all(rate is not None for operation, rate in rates.items() if operation != Operation.check or checks)
 
     def seconds(sync: int, check: int) -> float | None:
         if not known:
             return None
-        return round(sync * rates["sync"] + update_items * rates["update_item"] + check * (rates["check"] or 0), 1)
+        return round(sync * rates[Operation.sync] + update_items * rates[Operation.update_item]
+                     + check * (rates[Operation.check] or 0), 1)
 
     return DashboardWork(syncs=syncs, update_items=update_items, checks=checks, naive_syncs=naive_syncs,
                          naive_checks=naive_checks, seconds=seconds(syncs, checks),

@@ -1,0 +1,84 @@
+"""One break stays one break: a site that fails its probe after an update step gets nothing more tonight, and
+the versions that step applied to it are sent to no other site for the rest of the night (later steps, lanes
+and cohorts); from the next night on they are held by the nights' memory (`fleet.state.holds`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fleet.engine.site_probe import ProbeResult
+from fleet.model.summary import Item, Outcome, UpdateType
+from fleet.rules.plan import PlanItem, SiteRecord
+from fleet.rules.reconcile import summary_item
+
+VersionKey = tuple[UpdateType, str, str]  # (type, slug, version)
+ItemKey = tuple[int, UpdateType, str]  # (site id, type, slug)
+
+
+def newly_broken(before: dict[int, ProbeResult], after: dict[int, ProbeResult]) -> set[int]:
+    """Sites that passed the probe before the night and fail it now."""
+    return {site_id for site_id, probe in after.items()
+            if not probe.ok and site_id in before and before[site_id].ok}
+
+
+@dataclass
+class Withheld:
+    """A step's items after tonight's breaks: those still sent, and the slugs its calls must now leave alone."""
+
+    sent: list[PlanItem]
+    untouchable: dict[int, list[str]]
+    held: dict[ItemKey, str]  # -> why it was not sent
+
+
+@dataclass
+class TonightsBreaks:
+    """The sites broken so far tonight and the versions that broke them, shared by every lane of the night."""
+
+    sites: dict[int, str] = field(default_factory=dict)  # site id -> the step after which it broke
+    versions: dict[VersionKey, str] = field(default_factory=dict)  # -> the site it broke
+
+    def learn(self, site_id: int, site_name: str, step: str, applied: list[PlanItem]) -> None:
+        self.sites[site_id] = step
+        for item in applied:
+            if item.to_version:
+                self.versions.setdefault((item.type, item.slug, item.to_version), site_name)
+
+    def why_not_sent(self, item: PlanItem) -> str | None:
+        """Why `item` must not be sent now, or None."""
+        if item.site_id in self.sites:
+            return (f"not sent: the site failed its home-page probe after tonight's {self.sites[item.site_id]} "
+                    "updates, so nothing more was sent to it")
+        broke = self.versions.get((item.type, item.slug, item.to_version or ""))
+        if broke is not None:
+            return f"held tonight: version {item.to_version} broke {broke} earlier in this night"
+        return None
+
+    def withhold(self, items: list[PlanItem], untouchable: dict[int, list[str]]) -> Withheld:
+        """A step's items less those tonight's breaks stop; a stopped item's slug joins the untouchable ones so
+        that a call naming its site does not update it anyway."""
+        kept = Withheld(sent=[], untouchable={site_id: list(slugs) for site_id, slugs in untouchable.items()},
+                        held={})
+        for item in items:
+            why = self.why_not_sent(item)
+            if why is None:
+                kept.sent.append(item)
+            else:
+                kept.held[(item.site_id, item.type, item.slug)] = why
+                kept.untouchable.setdefault(item.site_id, []).append(item.slug)
+        return kept
+
+    def learn_from_probe(self, before: dict[int, ProbeResult], after: dict[int, ProbeResult],
+                         sites: list[SiteRecord], step: str, sent: list[PlanItem]) -> None:
+        """Every site that passed before the night and fails after this step was broken by this step's items."""
+        names = {site.id: site.name for site in sites}
+        for site_id in newly_broken(before, after):
+            self.learn(site_id, names[site_id], step, [item for item in sent if item.site_id == site_id])
+
+
+def held_items(items: list[PlanItem], sites: list[SiteRecord], held: dict[ItemKey, str]) -> list[Item]:
+    """The summary's rows of the items tonight's breaks kept back."""
+    by_id = {site.id: site for site in sites}
+    return [summary_item(item, by_id[item.site_id], Outcome.held, held[(item.site_id, item.type, item.slug)],
+                         rule="broken_tonight")
+            for item in items if (item.site_id, item.type, item.slug) in held]

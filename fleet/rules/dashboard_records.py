@@ -1,0 +1,56 @@
+"""What the dashboard's records become for the plan: sites, the updates they offer, their ignore entries."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from packaging.version import InvalidVersion, Version
+
+from dashboard import models
+from fleet.rules.plan import DetectedUpdate, IgnoreEntry, SiteRecord, SiteStatus
+
+MINIMUM_CHILD_VERSION = Version("4.0.0")  # the dashboard refuses updates on older child plugins
+
+
+def child_too_old(version: str | None) -> bool:
+    try:
+        return version is not None and Version(version) < MINIMUM_CHILD_VERSION
+    except InvalidVersion:
+        return False
+
+
+def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
+    """A dashboard site as the plan sees it; whether it is usable tonight is settled after the sync."""
+    status, reason = SiteStatus.online, None
+    if site.suspended or site.status == "suspended":
+        status, reason = SiteStatus.suspended, "site is suspended on the dashboard"
+    elif child_too_old(site.child_version):
+        status, reason = SiteStatus.child_too_old, f"child plugin {site.child_version} is older than 4.0.0"
+    return SiteRecord(
+        id=site.id,
+        url=site.url,
+        name=site.name or site.url,
+        client=client_names.get(site.client_id) if site.client_id else None,
+        tags=sorted(site.tags.values()),
+        status=status,
+        status_reason=reason,
+        last_sync=site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None,
+    )
+
+
+def pending_update(update: models.PendingUpdate) -> DetectedUpdate:
+    """A listed update; an empty version is unknown (language packs are listed without a target version)."""
+    return DetectedUpdate(
+        site_id=update.site_id,
+        type=update.type,
+        slug=update.slug,
+        name=update.name,
+        from_version=update.current_version or None,
+        to_version=update.new_version or None,
+    )
+
+
+def ignored_update(entry: models.IgnoredUpdate) -> IgnoreEntry:
+    """An ignore entry; one without versions ignores them all."""
+    return IgnoreEntry(site_id=entry.site_id, type=entry.type, slug=entry.slug, name=entry.name,
+                         ignored_version=entry.ignored_version or "all_versions")

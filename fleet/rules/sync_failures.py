@@ -1,0 +1,35 @@
+"""What a failed sync says about a site, and what the night does with it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from fleet.rules.plan import SiteRecord, SiteStatus, status_for_error
+
+
+class SyncFailure(NamedTuple):
+    """Why a site's sync failed: the dashboard's error code (or the pipeline's own, `sync_unknown`, ...) and a
+    message for the report."""
+
+    code: str
+    message: str
+
+
+SyncFailures = dict[int, SyncFailure]  # by site id
+
+
+def apply_sync_failures(sites: list[SiteRecord], failures: SyncFailures) -> list[SiteRecord]:
+    """Mark the sites whose sync failed as offline, disconnected or too old, with the dashboard's message."""
+    updated = []
+    for site in sites:
+        if site.status is SiteStatus.online and site.id in failures:
+            code, message = failures[site.id]
+            status, reason = status_for_error(code), f"sync failed: {message}"
+            site = site.model_copy(update={"status": status, "status_reason": reason})
+        updated.append(site)
+    return updated
+
+
+def known_offline(failures: SyncFailures) -> list[int]:
+    """The sites a sync was refused for because the dashboard keeps them as known offline."""
+    return [site_id for site_id, (code, _) in failures.items() if code.endswith("site_offline")]
