@@ -188,13 +188,14 @@ async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
 async def set_item_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, type: wp|plugin|theme|translation, slug, mode: "fail"|"silent"|"break"|"load"|null}; "break":
     the item's next update succeeds and breaks the site's front end (a critical-error page until fixed); "load": it
-    succeeds, then WordPress fatals while loading (pages answer 500 and the MainWP Child answers nothing)."""
+    succeeds, then WordPress fatals while loading (pages answer 500 and the MainWP Child answers nothing);
+    "rollback" (plugins, themes): WordPress rolls the install back and the dashboard remembers it."""
     body = await json_object(request)
     site = site_in(emulator, body)
     item_type, slug = item_in(site, body)
     mode = body.get("mode")
-    if mode not in ("fail", "silent", "break", "load", None):
-        raise GroundTruthError("mode must be fail, silent, break, load or null")
+    if mode not in ("fail", "silent", "break", "load", "rollback", None):
+        raise GroundTruthError("mode must be fail, silent, break, load, rollback or null")
     emulator.operations.set_item_fault(site, item_type, "wordpress" if item_type == "wp" else slug, mode)
     return {"site_id": site.id, "type": item_type, "slug": slug, "mode": mode}
 

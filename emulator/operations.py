@@ -12,10 +12,11 @@ from typing import Literal
 
 from emulator.capacity import Capacity
 from emulator.records import Item, ItemType, Site
+from emulator.rollbacks import remember_rollback
 from emulator.state import FleetState
 
 Outcome = Literal["updated", "failed", "silent", "stale"]
-FaultMode = Literal["fail", "silent", "break", "load"]
+FaultMode = Literal["fail", "silent", "break", "load", "rollback"]
 KNOWN_OFFLINE = "Site is known to be offline."
 # A child that fatals while WordPress loads answers 500 with the critical-error page and no <mainwp> reply:
 # MainWP_Connect::fetch_url raises NOMAINWP and the sync stores MainWP_Error_Helper::get_error_not_detected_connect.
@@ -241,6 +242,8 @@ class SiteOperations:
             return result(item.version, item.known_offer or "", "silent")
         if item.offer is None:
             return result("", item.version, "stale")
+        if fault == "rollback" and item_type in ("plugin", "theme"):
+            return result(item.version, item.version, "failed", remember_rollback(site, item_type, item))
         old = item.version
         if versioned:
             item.version = item.offer
@@ -257,6 +260,7 @@ class SiteOperations:
             del site.fail_items[key]
         elif site.broken_by == key:  # the next release of the culprit fixes it
             site.broken_by = ""
+        site.rollbacks.get(item_type, {}).get(slug, {}).pop(item.version, None)  # that version installed after all
         return result(old, item.version if versioned else "", "updated")
 
     # ---- plugins ---------------------------------------------------------------------------------------------

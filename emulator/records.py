@@ -131,6 +131,8 @@ class Site:
     broken_by: str = ""  # "type:slug" of the update that broke the front end ("ground-truth" when set directly)
     fatal_by: str = ""  # "type:slug" of the update that fatals while WordPress loads: pages AND the child die
     visual_faults: dict[str, list[str]] = field(default_factory=dict)  # "type:slug" -> [mode, bad version]
+    # the dashboard's `rollback_updates_data`: "plugin"|"theme" -> slug -> version WordPress rolled back -> record
+    rollbacks: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     monitor: Monitor | None = None
     posts: list[Post] = field(default_factory=list)
     users: list[SiteUser] = field(default_factory=list)

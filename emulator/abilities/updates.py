@@ -22,6 +22,7 @@ from emulator.abilities.shapes import (
 from emulator.jobs import child_outdated
 from emulator.operations import SiteSuspended, SiteUnavailable
 from emulator.records import ItemType, Site
+from emulator.rollbacks import pending_rollbacks
 
 SITE_SCOPED = frozenset({
     "set-ignored-updates-v1", "get-site-updates-v1", "update-site-core-v1", "update-site-plugins-v1",
@@ -59,7 +60,7 @@ async def get_site_updates(ctx: AbilityContext, args: dict[str, Any]) -> dict[st
     types = tuple(TYPE_IN[t] for t in (args.get("types") or ALL_TYPES))
     updates = [update_view(u) for u in ctx.state.pending_updates(site, types)]  # type: ignore[arg-type]
     return {"site_id": site.id, "site_url": site.url, "site_name": site.name, "updates": updates,
-            "rollback_items": {"plugins": [], "themes": []}, "summary": _summary(updates)}
+            "rollback_items": {"plugins": [], "themes": [], **pending_rollbacks(site)}, "summary": _summary(updates)}
 
 
 async def _update_one_site(ctx: AbilityContext, site: Site, types: list[str], slugs: list[str] | None

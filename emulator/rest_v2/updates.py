@@ -11,6 +11,7 @@ from emulator.records import SINGULAR, ItemType, Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, invalid_param
 from emulator.rest_v2.common import SITE_ID_OR_DOMAIN, queue_if_large, site_or_404
 from emulator.rest_v2.shapes import site_simple, wp_time
+from emulator.rollbacks import pending_rollbacks
 
 routes = RestRoutes()
 ID = r"(?P<id_domain>[A-Za-z0-9\-\.:%_]+)"
@@ -55,7 +56,8 @@ async def list_updates(req: RestRequest) -> dict[str, Any]:
 def site_update_detail(
     req: RestRequest, site: Site, types: tuple[ItemType, ...] | None, search: str | None
 ) -> dict[str, Any]:
-    """`{wp, plugins, themes, translations}` as the dashboard stores them, ignored items left out."""
+    """`{wp, plugins, themes, translations}` as the dashboard stores them, ignored items left out, and
+    `rollback_plugins`/`rollback_themes` when it remembers a rollback of a version still offered."""
     listed = req.state.pending_updates(site, types)
     if search:
         listed = [u for u in listed if search.lower() in (u.slug + u.name).lower()]
@@ -119,6 +121,11 @@ def site_update_detail(
             )
     for key in ("plugins", "themes"):
         detail[key] = detail[key] or []
+    for key, remembered in pending_rollbacks(site).items():
+        if search:
+            remembered = {k: v for k, v in remembered.items() if search.lower() in str(v["name"]).lower()}
+        if remembered and (types is None or key[:-1] in types):
+            detail[f"rollback_{key}"] = remembered
     return detail
 
 
