@@ -13,13 +13,14 @@ from starlette.routing import BaseRoute, Route
 
 from emulator.abilities.routes import abilities_routes
 from emulator.auth import credentials
-from emulator.capacity import Capacity, SlowSites
+from emulator.capacity import Capacity, ConnectionLimits, SlowSites
 from emulator.clock import Clock
 from emulator.config import EmulatorConfig
 from emulator.dispatch import dispatch, json_response
 from emulator.faults import FaultController, install_faults, load_profile
 from emulator.gateway import GatewayMiddleware
 from emulator.ground_truth import ground_truth_routes
+from emulator.hosting import site_ip
 from emulator.jobs import BatchJobs, running_jobs
 from emulator.operations import SiteOperations
 from emulator.rest import RestRoutes, no_route
@@ -57,7 +58,10 @@ def build_emulator(config: EmulatorConfig, state: FleetState | None = None) -> E
         state = FleetState.open(config, clock.now())
     state.now = clock.now
     capacity = Capacity(clock, config.workers, config.work_seconds, gateway_timeout=config.gateway_timeout,
-                        slow_sites=SlowSites(config.seed, config.slow_site_rate, config.slow_site_factor))
+                        slow_sites=SlowSites(config.seed, config.slow_site_rate, config.slow_site_factor),
+                        limits=lambda: ConnectionLimits.from_options(
+                            lambda suffix: state.settings["advanced"].get(config.name(suffix))),
+                        ip_of=lambda site_id: site_ip(config.seed, site_id))
     operations = SiteOperations(state, capacity)
     faults = FaultController(state, operations, config.seed, profile)
     jobs = BatchJobs(state, operations, clock, faults.pick_job_fault)

@@ -8,7 +8,13 @@ runs a background job's chunk on a worker like any other request. So here:
 - `serving()` holds one worker for a request (or a cron chunk): it waits its turn, pays the bootstrap cost
   (WordPress loading) and books every operation of the request on that worker, one after another;
 - `work()` books one operation's modelled time (scaled by the clock) on the worker of the current request;
-- sites listed as slow (a seeded tail, `SlowSites`) take `factor` times as long on every call.
+- sites listed as slow (a seeded tail, `SlowSites`) take `factor` times as long on every call;
+- the calls MainWP makes to child sites with its connection constraints (syncs and updates,
+  `MainWP_Connect::check_constraints`) also wait, on any worker or cron chunk, until fewer than
+  `maximum_requests` child calls are open dashboard-wide and fewer than `maximum_ip_requests` to the site's IP
+  (`emulator.hosting`), and until `minimum_delay` has passed since the last child call started and
+  `minimum_ip_delay` since the last one to that IP started (`ChildConnections`); the worker waits with them, as
+  PHP's `usleep` holds it.
 
 Work is booked back to back: a request's operations start at the previous one's booked end, and a queued
 request starts at the moment its worker's last request was booked to end, not when the event loop got round
@@ -22,15 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from emulator.clock import Clock
+from emulator.hosting import site_ip
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +54,7 @@ DEFAULT_WORK_SECONDS = {
     "disconnect": 0.5,
     "plugin_action": 1.0,  # one call to the child to (de)activate plugins
 }
+CONSTRAINED_OPERATIONS = ("sync", "update_item")  # the child calls made with `$checkConstraints`
 DEFAULT_GATEWAY_TIMEOUT = 60.0  # nginx's fastcgi_read_timeout
 DEFAULT_SLOW_SITE_RATE = 0.02
 DEFAULT_SLOW_SITE_FACTOR = 10.0
@@ -70,6 +79,102 @@ class SlowSites:
 
     def among(self, site_ids: Iterable[int]) -> list[int]:
         return sorted(i for i in site_ids if self.is_slow(i))
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """MainWP's four constraints on its calls to child sites, with the real defaults (0 = no limit)."""
+
+    maximum_requests: int = 4
+    minimum_delay: float = 0.2  # seconds
+    maximum_ip_requests: int = 1
+    minimum_ip_delay: float = 1.0  # seconds
+
+    @classmethod
+    def from_options(cls, option: Callable[[str], Any]) -> ConnectionLimits:
+        """From the dashboard's options (`mainwp_maximumRequests`, ...: delays in milliseconds)."""
+
+        def number(suffix: str, default: float) -> float:
+            value = option(suffix)
+            try:
+                return max(float(value), 0.0)
+            except (TypeError, ValueError):
+                return default
+
+        return cls(int(number("maximum_requests", 4)), number("minimum_delay", 200) / 1000,
+                   int(number("maximum_ip_requests", 1)), number("minimum_ip_delay", 1000) / 1000)
+
+
+class ChildConnections:
+    """The dashboard's ledger of calls to child sites (its request log): when each booked call starts and ends,
+    per IP, and how long calls waited on each limit (nominal seconds)."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[float, float, str]] = []  # (start, end, ip), monotonic wall seconds
+        self._last_start = -math.inf
+        self._last_ip_start: dict[str, float] = {}
+        self.waited: Counter[str] = Counter()
+        self.requests: Counter[str] = Counter()  # per IP
+        self.work: Counter[str] = Counter()  # nominal seconds per IP
+        self.max_open = 0
+        self.max_open_per_ip = 0
+
+    def admit(self, ip: str, earliest: float, wall: float, limits: ConnectionLimits, scale: float) -> float:
+        """Book one call of `wall` seconds to `ip` at the first moment from `earliest` the limits allow; its start."""
+        self._open = [o for o in self._open if o[1] > earliest - 3600 * scale]
+        start = earliest
+        for _ in range(10_000):
+            moved = False
+            waits = (("minimum_delay", limits.minimum_delay, self._last_start),
+                     ("minimum_ip_delay", limits.minimum_ip_delay, self._last_ip_start.get(ip, -math.inf)))
+            for name, delay, last in waits:
+                if delay > 0 and last + delay * scale > start:
+                    self.waited[name] += (last + delay * scale - start) / scale
+                    start, moved = last + delay * scale, True
+            caps = (("maximum_requests", limits.maximum_requests, None),
+                    ("maximum_ip_requests", limits.maximum_ip_requests, ip))
+            for name, cap, on_ip in caps:
+                ends = sorted(e for s, e, i in self._open if s <= start < e and on_ip in (None, i))
+                if cap > 0 and len(ends) >= cap:
+                    free = ends[len(ends) - cap]
+                    self.waited[name] += (free - start) / scale
+                    start, moved = free, True
+            if not moved:
+                break
+        self._open.append((start, start + wall, ip))
+        self._last_start = max(self._last_start, start)
+        self._last_ip_start[ip] = max(self._last_ip_start.get(ip, -math.inf), start)
+        self.requests[ip] += 1
+        self.work[ip] += wall / scale
+        at_start = [i for s, e, i in self._open if s <= start < e]
+        self.max_open = max(self.max_open, len(at_start))
+        self.max_open_per_ip = max(self.max_open_per_ip, at_start.count(ip))
+        return start
+
+    def lower_bound(self, limits: ConnectionLimits) -> float:
+        """Nominal seconds the child calls booked so far need at the very least under the limits."""
+        total = sum(self.requests.values())
+        bounds = [max(total - 1, 0) * limits.minimum_delay]
+        if limits.maximum_requests > 0:
+            bounds.append(sum(self.work.values()) / limits.maximum_requests)
+        for ip, count in self.requests.items():
+            bounds.append(max(count - 1, 0) * limits.minimum_ip_delay)
+            if limits.maximum_ip_requests > 0:
+                bounds.append(self.work[ip] / limits.maximum_ip_requests)
+        return max(bounds)
+
+    def snapshot(self, limits: ConnectionLimits) -> dict[str, object]:
+        return {
+            "limits": {"maximum_requests": limits.maximum_requests, "minimum_delay_ms": limits.minimum_delay * 1000,
+                       "maximum_ip_requests": limits.maximum_ip_requests,
+                       "minimum_ip_delay_ms": limits.minimum_ip_delay * 1000},
+            "requests": sum(self.requests.values()),
+            "waited_seconds": {name: round(self.waited[name], 3) for name in
+                               ("maximum_requests", "minimum_delay", "maximum_ip_requests", "minimum_ip_delay")},
+            "max_open": self.max_open,
+            "max_open_per_ip": self.max_open_per_ip,
+            "lower_bound_seconds": round(self.lower_bound(limits), 3),
+        }
 
 
 @dataclass(slots=True)
@@ -104,7 +209,9 @@ class Capacity:
     """The dashboard's PHP workers, their FIFO queue, and a ledger of the work and the waiting they modelled."""
 
     def __init__(self, clock: Clock, workers: int = 8, work_seconds: dict[str, float] | None = None, *,
-                 gateway_timeout: float = DEFAULT_GATEWAY_TIMEOUT, slow_sites: SlowSites | None = None) -> None:
+                 gateway_timeout: float = DEFAULT_GATEWAY_TIMEOUT, slow_sites: SlowSites | None = None,
+                 limits: Callable[[], ConnectionLimits] = ConnectionLimits,
+                 ip_of: Callable[[int], str] | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         negative = [op for op, seconds in (work_seconds or {}).items() if seconds < 0]
@@ -117,6 +224,9 @@ class Capacity:
         self.work_seconds = {**DEFAULT_WORK_SECONDS, **(work_seconds or {})}
         self.gateway_timeout = gateway_timeout
         self.slow_sites = slow_sites or SlowSites(0, rate=0.0)
+        self.limits = limits
+        self.ip_of = ip_of or (lambda site_id: site_ip(self.slow_sites.seed, site_id))
+        self.connections = ChildConnections()
         self._free_at = [0.0] * workers  # when each worker's last booked request ends (monotonic seconds)
         self._idle = list(range(workers))
         self._holding: dict[int, Lease] = {}
@@ -214,7 +324,12 @@ class Capacity:
         seconds = self.cost(operation, units, site_id)
         self.operations[operation] += max(units, 0)
         self.modelled_seconds += seconds
-        lease.book(self.clock.scaled(seconds))
+        wall = self.clock.scaled(seconds)
+        if operation in CONSTRAINED_OPERATIONS and site_id is not None:
+            start = self.connections.admit(self.ip_of(site_id), lease.booked_until, wall, self.limits(),
+                                           self.clock.time_scale)
+            wall += start - lease.booked_until
+        lease.book(wall)
 
     async def work(self, operation: str, units: int = 1, site_id: int | None = None) -> None:
         """Book `units` of `operation` (on one site) on the current request's worker and wait until it is done.
@@ -254,8 +369,9 @@ class Capacity:
 
     def lower_bound_seconds(self) -> float:
         """Wall seconds the work modelled so far needs at the very least: total work (bootstrap included) /
-        workers, scaled."""
-        return self.clock.scaled(self.modelled_seconds / self.workers)
+        workers, or what MainWP's connection limits allow its child calls, whichever is longer; scaled."""
+        constrained = self.connections.lower_bound(self.limits())
+        return self.clock.scaled(max(self.modelled_seconds / self.workers, constrained))
 
     def snapshot(self, site_ids: Iterable[int] = ()) -> dict[str, object]:
         return {
@@ -273,4 +389,5 @@ class Capacity:
             "queued": len(self._queue),
             "longest_queue_wait_seconds": round(self.longest_queue_wait, 3),
             "gateway_timeouts": self.gateway_timeouts,
+            "child_connections": self.connections.snapshot(self.limits()),
         }

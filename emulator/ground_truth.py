@@ -117,6 +117,7 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
         "child_connected": site.child_connected,
         "suspended": site.suspended,
         "slow": emulator.capacity.slow_sites.is_slow(site.id),
+        "ip": emulator.capacity.ip_of(site.id),
         "child_version": site.child_version,
         "offline_check_result": site.offline_check_result,
         "sync_errors": site.sync_errors,

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from emulator.auth import PERMISSION_LABELS
+from emulator.hosting import site_ip
 from emulator.records import ApiKey, Client, Cost, Heartbeat, Item, Monitor, Site, Tag
 from emulator.state import FleetState
 
@@ -184,7 +185,7 @@ def _encode_site(state: FleetState, site: Site) -> dict[str, Any]:
         "url": site.url,
         "tags": None,
         "note": site.note,
-        "ip": "",
+        "ip": site_ip(state.config.seed, site.id),
         "client_id": str(site.client_id),
         "is_staging": "0",
         "wp_version": site.known_wp_version or site.wp_version,

@@ -7,7 +7,9 @@ answer faster than the work booked on its workers, and should not be much slower
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -27,6 +29,27 @@ def config(**overrides: Any) -> EmulatorConfig:
     settings: dict[str, Any] = {"namespace": "svc", "sites": 40, "seed": 7, "time_scale": SCALE, "workers": 8,
                                 "slow_site_rate": 0.0, "gateway_timeout": 0}
     return EmulatorConfig(**(settings | overrides))
+
+
+@contextlib.asynccontextmanager
+async def worker_model(settings: EmulatorConfig) -> AsyncIterator[Dashboard]:
+    """The workers alone: MainWP's connection limits set to 0 (off), as `test_connection_limits` covers them."""
+    async with dashboard(settings) as board:
+        await set_connection_limits(board, 0, 0, 0, 0)
+        yield board
+
+
+async def set_connection_limits(board: Dashboard, requests: int, delay_ms: int, ip_requests: int,
+                                ip_delay_ms: int) -> dict[str, Any]:
+    """Through the dashboard's own settings screen (REST v2), as an operator sets them."""
+    key = board.credentials["api_keys"]["read_write"]
+    values = dict(zip(("maximum_requests", "minimum_delay", "maximum_ip_requests", "minimum_ip_delay"),
+                      (requests, delay_ms, ip_requests, ip_delay_ms), strict=True))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL + "/wp-json/svc/v2",
+                                 headers={"Authorization": f"Bearer {key}"}) as rest:
+        answer = await rest.put("/settings/advanced/edit", json={f"svc_{k}": v for k, v in values.items()})
+        assert answer.status_code == 200, answer.text
+        return (await rest.get("/settings/advanced")).json()
 
 
 async def timed_sync(client: httpx.AsyncClient, site_ids: list[int]) -> tuple[float, dict[str, Any]]:
@@ -51,7 +74,7 @@ def healthy(board: Dashboard, count: int) -> list[int]:
 
 
 async def test_an_immediate_call_works_its_sites_one_after_another() -> None:
-    async with dashboard(config()) as board, board.client() as client:
+    async with worker_model(config()) as board, board.client() as client:
         ids = healthy(board, 8)
         one, _ = await timed_sync(client, ids[:1])
         eight, answer = await timed_sync(client, ids)
@@ -62,7 +85,7 @@ async def test_an_immediate_call_works_its_sites_one_after_another() -> None:
 
 
 async def test_parallel_one_site_calls_share_the_workers_in_fifo_order() -> None:
-    async with dashboard(config()) as board, board.client() as client:
+    async with worker_model(config()) as board, board.client() as client:
         ids = healthy(board, 16)
 
         async def parallel(count: int) -> float:
@@ -82,7 +105,7 @@ async def test_parallel_one_site_calls_share_the_workers_in_fifo_order() -> None
 
 
 async def test_a_slow_site_is_slow_on_every_call_and_listed() -> None:
-    async with dashboard(config(sites=300, slow_site_rate=0.02, slow_site_factor=10.0)) as board, \
+    async with worker_model(config(sites=300, slow_site_rate=0.02, slow_site_factor=10.0)) as board, \
             board.client() as client:
         slow = set((await truth(board))["capacity"]["slow_sites"]["site_ids"])
         assert 1 <= len(slow) <= 15  # about 2% of 300
@@ -99,7 +122,7 @@ async def test_a_slow_site_is_slow_on_every_call_and_listed() -> None:
 
 
 async def test_past_the_gateway_the_answer_is_a_504_and_the_updates_land_afterwards() -> None:
-    async with dashboard(config(gateway_timeout=5.0)) as board, board.client() as client:
+    async with worker_model(config(gateway_timeout=5.0)) as board, board.client() as client:
         state = board.emulator.state
         site = max((state.sites[i] for i in healthy(board, 40)), key=lambda s: len(state.pending_updates(s)))
         pending = len(state.pending_updates(site))
@@ -125,7 +148,7 @@ async def test_past_the_gateway_the_answer_is_a_504_and_the_updates_land_afterwa
 
 
 async def test_the_queue_wait_counts_toward_the_gateway() -> None:
-    async with dashboard(config(workers=1, gateway_timeout=3.0)) as board, board.client() as client:
+    async with worker_model(config(workers=1, gateway_timeout=3.0)) as board, board.client() as client:
         ids = healthy(board, 2)
         first, second = await asyncio.gather(
             run(client, "svc/sync-sites-v1", {"site_ids_or_domains": ids[:1]}),
@@ -141,7 +164,7 @@ async def test_the_queue_wait_counts_toward_the_gateway() -> None:
 
 @pytest.mark.parametrize(("workers", "waits_for_the_chunk"), [(1, True), (2, False)])
 async def test_a_cron_chunk_holds_one_worker(workers: int, waits_for_the_chunk: bool) -> None:
-    async with dashboard(config(workers=workers, sites=12)) as board, board.client() as client:
+    async with worker_model(config(workers=workers, sites=12)) as board, board.client() as client:
         board.set_option("abilities_batch_threshold", 3)
         ids = healthy(board, 7)
         queued = (await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": ids[:6]})).json()

@@ -47,7 +47,13 @@ async def test_state_reports_capacity_jobs_and_fault_counters() -> None:
     slow = capacity["slow_sites"]["site_ids"]
     work = 3.0 * (30 - len(slow)) + 3.0 * 10 * len(slow) + 3 * 0.1 + 0.05
     assert capacity["modelled_seconds"] == pytest.approx(work)
-    assert capacity["lower_bound_wall_seconds"] == pytest.approx(work / 4 * 0.001, abs=1e-6)
+    # the bound is the workers' share of the work or what MainWP's connection limits allow, whichever is longer
+    child = capacity["child_connections"]
+    assert child["limits"] == {"maximum_requests": 4, "minimum_delay_ms": 200, "maximum_ip_requests": 1,
+                               "minimum_ip_delay_ms": 1000}
+    assert 0 < child["requests"] <= 30 and child["max_open"] <= 4 and child["max_open_per_ip"] == 1
+    assert child["lower_bound_seconds"] > work / 4  # 30 syncs of 3 s over a few shared IPs, one at a time per IP
+    assert capacity["lower_bound_wall_seconds"] == pytest.approx(child["lower_bound_seconds"] * 0.001, abs=1e-6)
     assert capacity["gateway_timeouts"] == 0 and capacity["max_in_progress"] >= 1
     faults = truth["faults"]
     assert faults["profile"] == "realistic"

@@ -35,6 +35,16 @@ class Dashboard:
     def post(self, path: str, body: dict[str, Any]) -> None:
         self.http.post(f"/__emulator__/{path}", json=body).raise_for_status()
 
+    def set_connection_limits(self, **values: int) -> None:
+        """MainWP's connection limits through its own settings screen (REST v2), e.g. `minimum_ip_delay=0`."""
+        namespace = self.server.config.namespace
+        key = self.server.credentials["api_keys"]["read_write"]
+        answer = self.http.put(f"/wp-json/{namespace}/v2/settings/advanced/edit",
+                               json={f"{namespace}_{name}": value for name, value in values.items()},
+                               headers={"Authorization": f"Bearer {key}"})
+        answer.raise_for_status()
+        assert all(answer.json()["data"][f"{namespace}_{name}"] == v for name, v in values.items())
+
     def writes(self) -> dict[str, int]:
         return {call: n for call, n in self.truth()["request_counts"].items() if call.startswith(WRITE_METHODS)}
 
