@@ -27,6 +27,7 @@ from dashboard.models import (
     IgnoreResult,
     JobStatus,
     PendingUpdate,
+    PluginSwitch,
     SiteUpdates,
     SyncResult,
     UpdateError,
@@ -207,6 +208,21 @@ class AbilityMethods(Connection):
 
     async def check_sites(self, site_ids: SiteSelector) -> BatchStart[CheckResult]:
         return await self._run_batch("check-sites-v1", site_selection(site_ids), CheckResult)
+
+    async def activate_plugins(self, site: int | str, slugs: Sequence[str]) -> PluginSwitch:
+        """Activate installed plugins of one site (the child does it: a site whose child is dead fails each)."""
+        return await self._switch_plugins("activate", site, slugs)
+
+    async def deactivate_plugins(self, site: int | str, slugs: Sequence[str]) -> PluginSwitch:
+        """Deactivate installed plugins of one site; WordPress then stops loading their code."""
+        return await self._switch_plugins("deactivate", site, slugs)
+
+    async def _switch_plugins(self, verb: str, site: int | str, slugs: Sequence[str]) -> PluginSwitch:
+        names = [str(slug) for slug in slugs if slug]
+        if not names:
+            raise InvalidInput(f"no plugin slugs to {verb} on site {site}", code="client_validation")
+        data = {"site_id_or_domain": site, "plugins": names}
+        return await self._run_parsed(f"{verb}-site-plugins-v1", data, PluginSwitch.model_validate)
 
     # updates
 

@@ -489,6 +489,26 @@ class IgnoreResult(Model):
     ignored_count: Int = 0
 
 
+class PluginSwitchError(Model):
+    """A plugin the child could not (de)activate (`mainwp_activation_failed`, `mainwp_deactivation_failed`)."""
+
+    slug: Str = ""
+    code: Str = ""
+    message: Str = ""
+
+
+class PluginSwitch(Model):
+    """`activate-site-plugins-v1` / `deactivate-site-plugins-v1`: the plugins switched, and those that failed."""
+
+    activated: lenient(SitePlugin) = Field(default_factory=list)
+    deactivated: lenient(SitePlugin) = Field(default_factory=list)
+    errors: lenient(PluginSwitchError) = Field(default_factory=list)
+
+    @property
+    def switched(self) -> list[str]:
+        return [plugin.slug for plugin in self.activated + self.deactivated]
+
+
 # ---------------------------------------------------------------- batch jobs
 
 

@@ -51,6 +51,7 @@ from tasks.checks import (
     probe_before_updates_task,
     revive_known_offline_task,
 )
+from tasks.contain import probe_and_contain_task
 from tasks.detect import detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
@@ -138,11 +139,10 @@ async def run_lane(
             untouchable=quote(step.untouchable), sizer=quote(night.sizer), progress=quote(night.progress))
         calls += type_calls
         result.jobs += await wait_for_update_jobs(client, type_calls, settings)
-        if before:
-            stepped = [site for site in lane.sites if site.id in {item.site_id for item in step.sent}]
-            after = await probe_before_updates_task.with_options(
-                name="probe-after-step", task_run_name=f"probe-after-{type_}-{lane.label}")(quote(stepped), settings)
-            night.breaks.learn_from_probe(before, after, lane.sites, type_.value, step.sent)
+        if before:  # a site the step broke is contained (its culprit found) and gets nothing more tonight
+            await probe_and_contain_task.with_options(task_run_name=f"probe-after-{type_}-{lane.label}")(
+                client, quote(before), quote(lane.sites), type_, quote(step.sent), quote(night.breaks), night.policy,
+                night.run_id, settings)
     touched = worked_on(calls)
     resync = [site for site in lane.sites if site.id in touched]
     if run_checks:
@@ -229,7 +229,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     started = datetime.now(UTC)
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
-    night = Night(run_identity(started), settings.call_sizer())
+    night = Night(run_identity(started), settings.call_sizer(), policy=policy)
     run_dir = settings.report_dir / night.run_id
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()

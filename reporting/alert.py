@@ -93,14 +93,53 @@ class ApprovalNotice:
         return f"approval-{self.run_id}"
 
 
-def alert_email(alert: Alert | ApprovalNotice, settings: MailSettings) -> Outgoing:
+@dataclass(frozen=True)
+class SiteDownNotice:
+    """Sent during the night, the moment an update step leaves a site whose MainWP Child no longer answers: only
+    someone on the server can bring it back, and what to do there."""
+
+    run_name: str  # the night's run id
+    dashboard: str
+    site_id: int
+    site: str  # name and address
+    step: str
+    what_happened: str
+    next_steps: str
+    dashboard_page: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"fleet-maintenance: {self.site} is down, unreachable by the dashboard (run {self.run_name})"
+
+    @property
+    def body(self) -> str:
+        page = [f"Its page on the dashboard: {self.dashboard_page}"] if self.dashboard_page else []
+        return "\n".join([
+            f"The {self.step} updates of run {self.run_name} left {self.site} down: {self.what_happened}.",
+            f"Dashboard: {self.dashboard}",
+            *page,
+            "",
+            "What to do now:",
+            f"  {self.next_steps}",
+            "",
+            "The night sends this site nothing more and holds the versions it applied; it goes on with the others.",
+        ])
+
+    @property
+    def file_stem(self) -> str:
+        return f"site-down-{self.run_name}-{self.site_id}"
+
+
+def alert_email(alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings) -> Outgoing:
     body = alert.body
     message = build_message(sender=settings.mail_from, recipients=settings.report_to, subject=alert.subject,
                             text=body, html=f"<pre>{html.escape(body)}</pre>", images={})
     return Outgoing("alert", settings.report_to, message, alert.file_stem)
 
 
-async def deliver_alert(alert: Alert | ApprovalNotice, settings: MailSettings, out_dir: Path) -> list[str]:
+async def deliver_alert(
+    alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings, out_dir: Path
+) -> list[str]:
     """Send the alert on every channel; returns one line per channel. A channel that fails is logged, never
     raised: the alert must not hide the failure it reports."""
     outcomes = []

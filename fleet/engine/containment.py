@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fleet.engine.site_probe import ProbeResult
-from fleet.model.summary import Item, Outcome, UpdateType
+from fleet.model.summary import Containment, Item, Outcome, UpdateType
 from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.reconcile import summary_item
 
@@ -37,6 +37,7 @@ class TonightsBreaks:
 
     sites: dict[int, str] = field(default_factory=dict)  # site id -> the step after which it broke
     versions: dict[VersionKey, str] = field(default_factory=dict)  # -> the site it broke
+    containments: dict[int, Containment] = field(default_factory=dict)  # site id -> what was done about it
 
     def learn(self, site_id: int, site_name: str, step: str, applied: list[PlanItem]) -> None:
         self.sites[site_id] = step
@@ -68,12 +69,14 @@ class TonightsBreaks:
                 kept.untouchable.setdefault(item.site_id, []).append(item.slug)
         return kept
 
-    def learn_from_probe(self, before: dict[int, ProbeResult], after: dict[int, ProbeResult],
-                         sites: list[SiteRecord], step: str, sent: list[PlanItem]) -> None:
-        """Every site that passed before the night and fails after this step was broken by this step's items."""
-        names = {site.id: site.name for site in sites}
-        for site_id in newly_broken(before, after):
-            self.learn(site_id, names[site_id], step, [item for item in sent if item.site_id == site_id])
+    def learn_break(self, site_id: int, site_name: str, containment: Containment, applied: list[PlanItem]) -> None:
+        """A site broken after a step: with its culprit found, only the culprit's version goes nowhere else
+        tonight (the step's other items are innocent); without, every item the step applied to it."""
+        culprit = containment.culprit
+        if culprit is not None:
+            applied = [item for item in applied if (item.type, item.slug) == (culprit.type, culprit.slug)]
+        self.learn(site_id, site_name, containment.step.value, applied)
+        self.containments[site_id] = containment
 
 
 def held_items(items: list[PlanItem], sites: list[SiteRecord], held: dict[ItemKey, str]) -> list[Item]:

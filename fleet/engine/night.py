@@ -161,6 +161,7 @@ class Night:
 
     run_id: str
     sizer: CallSizer
+    policy: Policy = field(default_factory=Policy)
     progress: NightProgress = field(default_factory=NightProgress)
     breaks: TonightsBreaks = field(default_factory=TonightsBreaks)
     done: CohortResult = field(default_factory=CohortResult)
@@ -191,7 +192,8 @@ class Night:
     def judge(self, plan: Plan, position: int, result: CohortResult) -> Cohort:
         """Add a cohort's result; its verdict (a stopped one stops the cohorts after it too)."""
         self.done.add(result)
-        verdict = judge_cohort(plan.cohorts[position], len(failed_sites(result.items, result.checks)))
+        broke = {item.site_id for item in result.items} & set(self.breaks.containments)  # contained ones too
+        verdict = judge_cohort(plan.cohorts[position], len(failed_sites(result.items, result.checks) | broke))
         self.cohorts.append(verdict)
         if verdict.status == "stopped":
             self.cohorts += stop_cohorts(plan, plan.cohorts[position + 1 :], verdict)
@@ -217,6 +219,7 @@ class Night:
             clients=clients_with_recipients(clients, policy, {site.client for site in sites if site.client}),
             errors=done.errors, finished_at=datetime.now(UTC), dashboard=dashboard,
             mail_clients_when_broken=policy.mail_clients_when_broken, approval=approval,
+            containments=self.breaks.containments,
         )
         usable = sum(1 for site in sites if site.status is SiteStatus.online)
         summary.accounts_for = [run.run_id for run in interrupted]

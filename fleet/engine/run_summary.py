@@ -7,6 +7,7 @@ from datetime import datetime
 from fleet.model.summary import (
     ApprovalRecord,
     Cohort,
+    Containment,
     DashboardWork,
     HealthCheck,
     Item,
@@ -44,6 +45,7 @@ def build_summary(
     holds: list[NightHold] | None = None,
     mail_clients_when_broken: bool = False,
     approval: ApprovalRecord | None = None,
+    containments: dict[int, Containment] | None = None,
 ) -> Summary:
     items = not_attempted(plan) + attempted
     keys = {(item.site_id, item.type, item.slug) for item in items}
@@ -56,7 +58,7 @@ def build_summary(
                                  list(type(item.type)).index(item.type), item.slug))
     updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}
     broken, already_down = judge_sites(items, [(site.id, site.url, site.name, site.client) for site in plan.sites],
-                                       checks, dashboard)
+                                       checks, dashboard, containments or {})
     if not mail_clients_when_broken:
         clients = hold_client_mail(clients, broken)
     sites = [

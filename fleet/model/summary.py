@@ -136,6 +136,35 @@ class Suspect(BaseModel):
     outcome: Outcome = Outcome.updated
 
 
+class ContainmentStatus(StrEnum):
+    contained = "contained"  # the culprit found and left deactivated: the site answers again
+    not_contained = "not_contained"  # deactivating the step's plugins did not bring it back: all switched back on
+    reported = "reported"  # the policy (contain: report, never_deactivate) left the site as it was
+    not_plugins = "not_plugins"  # a theme, core or translation step: only plugins can be deactivated
+    unreachable = "unreachable"  # the MainWP Child no longer answers: the dashboard can do nothing
+
+
+class Containment(BaseModel):
+    """What the night did about a site that failed its home-page probe after one update step."""
+
+    step: UpdateType = Field(description="The update step after which the probe failed.")
+    saw: str = Field("", description="What that probe saw.")
+    status: ContainmentStatus
+    culprit: Suspect | None = Field(None, description="The plugin whose deactivation brought the site back.")
+    rounds: int = Field(0, description="Deactivate/re-activate rounds the bisection probed.")
+    detail: str = Field("", description="What was done, in words.")
+    next_steps: str = Field("", description="What the operator should do now.")
+
+    @property
+    def headline(self) -> str:
+        """The site's state in a few words, as the reports say it."""
+        if self.status is ContainmentStatus.contained and self.culprit:
+            return f"broken, then contained: {self.culprit.name or self.culprit.slug} deactivated"
+        if self.status is ContainmentStatus.unreachable:
+            return "down, unreachable by the dashboard"
+        return "broken"
+
+
 class SiteAlarm(BaseModel):
     """A site that fails its check after the night: broken by it (with the suspects), or already down before."""
 
@@ -146,6 +175,7 @@ class SiteAlarm(BaseModel):
     saw: str = Field(description="What the check after the updates saw (or the probe before, when already down).")
     dashboard_page: str | None = Field(None, description="The site's page on the dashboard.")
     suspects: list[Suspect] = Field(default_factory=list)
+    containment: Containment | None = Field(None, description="What the night did about the break (per-step probe).")
 
 
 class NightHold(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from fleet.model.summary import HealthCheck, Item, Outcome, SiteAlarm, Suspect
+from fleet.model.summary import Containment, HealthCheck, Item, Outcome, SiteAlarm, Suspect
 
 SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.failed, Outcome.unchanged)  # in that order
 
@@ -41,13 +41,16 @@ def site_page(dashboard: str | None, site_id: int) -> str | None:
 
 def judge_sites(
     items: list[Item], sites: list[tuple[int, str, str, str | None]], checks: dict[int, HealthCheck],
-    dashboard: str | None,
+    dashboard: str | None, containments: dict[int, Containment] | None = None,
 ) -> tuple[list[SiteAlarm], list[SiteAlarm]]:
     """(broken by this run, already down), and the suspects flagged on `items` (they keep their outcome).
 
-    `sites` are (id, url, name, client). Broken: the probe before the updates passed, the check after fails,
-    and the night sent updates to the site. Already down: the probe before the updates failed.
+    `sites` are (id, url, name, client). Broken: the probe before the updates passed, and a probe after an update
+    step failed (`containments`: what was done about it; a site contained since answers again) or the check after
+    fails, and the night sent updates to the site. A contained site's one suspect is its culprit. Already down:
+    the probe before the updates failed.
     """
+    containments = containments or {}
     attempted: dict[int, list[Item]] = {}
     for item in items:
         if item.outcome in SUSPECT_OUTCOMES:
@@ -62,11 +65,20 @@ def judge_sites(
         if check.before_ok is False:
             saw = (check.problem or "it fails its check") if not check.healthy else "it answers again after the night"
             down.append(alarm.model_copy(update={"saw": f"before the updates: {check.before_error}; after: {saw}"}))
-        elif check.before_ok and not check.healthy and site_id in attempted:
-            suspects = sorted(attempted[site_id], key=lambda item: SUSPECT_OUTCOMES.index(item.outcome))
+        elif site_id in containments or (check.before_ok and not check.healthy and site_id in attempted):
+            contained = containments.get(site_id)
+            suspects = sorted(attempted.get(site_id, []), key=lambda item: SUSPECT_OUTCOMES.index(item.outcome))
+            if contained is not None and contained.culprit is not None:
+                culprit = contained.culprit
+                suspects = [item for item in suspects if (item.type, item.slug) == (culprit.type, culprit.slug)]
             for item in suspects:
                 item.suspect = True
-            broken.append(alarm.model_copy(update={"saw": check.problem or "it fails its check", "suspects": [
+            saw = check.problem if not check.healthy else ""
+            if contained is not None:
+                saw = "; ".join(part for part in (f"after the {contained.step.value} updates: {contained.saw}",
+                                                  contained.detail, saw and f"after the night: {saw}") if part)
+            broken.append(alarm.model_copy(update={"saw": saw or "it fails its check", "containment": contained,
+                                                   "suspects": [
                 Suspect(type=item.type, slug=item.slug, name=item.name, from_version=item.from_version,
                         to_version=item.to_version, outcome=item.outcome) for item in suspects]}))
     return broken, down

@@ -47,6 +47,13 @@ class SemverRule(StrEnum):
 _RANKS = {name: rank for rank, name in enumerate(SemverRule)}
 
 
+class ContainMode(StrEnum):
+    """What the night does with a site a plugin update broke while its MainWP Child still answers."""
+
+    deactivate = "deactivate"  # find the culprit by deactivating halves of the step's plugins; leave it off
+    report = "report"  # touch nothing: report the site broken with the step's suspects
+
+
 class Rule(StrEnum):
     """The names that appear as `rule` on every item that was not applied."""
 
@@ -316,6 +323,28 @@ class Policy(Rules):
         3, ge=0, description="Hold a version fleet-wide from the next night once it failed on this many sites "
         "in one night (0: failures alone never hold; a version that broke a site is always held).",
     )
+
+    contain: ContainMode = Field(
+        ContainMode.deactivate, description="A site a plugin update broke while its MainWP Child answers: find the "
+        "culprit and leave it deactivated (deactivate), or only report the site broken (report).",
+    )
+    never_deactivate: list[str] = Field(
+        default_factory=list, description="Plugins never deactivated to contain a break (a slug such as "
+        "woocommerce/woocommerce.php, or its folder, woocommerce): their error page is better than running without "
+        "them.",
+    )
+
+    @field_validator("never_deactivate")
+    @classmethod
+    def _check_never_deactivate(cls, value: list[str]) -> list[str]:
+        if any(not slug.strip() for slug in value):
+            raise ValueError("a plugin slug must not be empty")
+        return [slug.strip() for slug in value]
+
+    def may_deactivate(self, slug: str) -> bool:
+        """Whether containment may deactivate this plugin (named by its slug or its folder)."""
+        folder = slug.split("/", 1)[0]
+        return not any(protected in (slug, folder) for protected in self.never_deactivate)
 
     @field_validator("recipients")
     @classmethod

@@ -1,0 +1,121 @@
+"""After each update step: probe the sites it touched, and contain the ones it broke (the culprit deactivated, or
+the operator alerted at once when the site's MainWP Child no longer answers)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import httpx
+from prefect import task
+
+from dashboard.errors import DashboardError
+from dashboard.models import PluginSwitch
+from fleet.engine.containment import TonightsBreaks, newly_broken
+from fleet.engine.culprit import ChildUnreachable, contain_site
+from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Containment, ContainmentStatus, UpdateType
+from fleet.pacing.fan_out import fan_out
+from fleet.rules.breakage import site_page
+from fleet.rules.plan import PlanItem, SiteRecord
+from fleet.rules.policy import Policy
+from reporting.alert import SiteDownNotice, deliver_alert
+from reporting.settings import MailSettings
+from tasks.checks import probe_before_updates
+from tasks.retries import STEP_OPTIONS
+
+if TYPE_CHECKING:
+    from dashboard.client import DashboardClient
+
+log = logging.getLogger("fleet.contain")
+
+
+class DashboardSwitchboard:
+    """One site's plugins switched through the dashboard, its home page probed with a plain GET."""
+
+    def __init__(self, client: DashboardClient, site: SiteRecord, http: httpx.AsyncClient,
+                 settings: PipelineSettings) -> None:
+        self.client, self.site, self.http, self.settings = client, site, http, settings
+
+    async def active_plugins(self) -> set[str]:
+        return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
+
+    async def deactivate(self, slugs: list[str]) -> None:
+        self._answered(await self._switch(self.client.deactivate_plugins, slugs))
+
+    async def activate(self, slugs: list[str]) -> None:
+        self._answered(await self._switch(self.client.activate_plugins, slugs))
+
+    async def _switch(self, call: object, slugs: list[str]) -> PluginSwitch:
+        try:
+            return await call(self.site.id, slugs)  # type: ignore[operator]
+        except DashboardError as error:
+            raise ChildUnreachable(f"{error.call}: {error}") from error
+
+    @staticmethod
+    def _answered(answer: PluginSwitch) -> None:
+        if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
+            raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
+
+    async def home_page_ok(self) -> bool:
+        return (await probe_home_page(self.http, probe_url(self.site.url, self.settings.probe_url_template))).ok
+
+    async def child_unreachable(self) -> str | None:
+        try:
+            answer = await self.client.sync_sites([self.site.id])
+        except DashboardError as error:
+            return f"{error.call}: {error}"
+        errors = list(answer.errors) + (list(answer.result.errors) if answer.result else [])
+        return "; ".join(error.message or error.code for error in errors) or None
+
+
+async def probe_and_contain(
+    client: DashboardClient, before: dict[int, ProbeResult], sites: list[SiteRecord], step: UpdateType,
+    sent: list[PlanItem], breaks: TonightsBreaks, policy: Policy, run_id: str, settings: PipelineSettings,
+) -> dict[int, Containment]:
+    """Probe the sites `step` sent items to; each that passed before the night and fails now is contained
+    (`fleet.engine.culprit`) and joins tonight's breaks. Returns what was done per broken site."""
+    touched = {item.site_id for item in sent}
+    stepped = [site for site in sites if site.id in touched]
+    after = await probe_before_updates(stepped, settings)
+    broken = newly_broken(before, after)
+    by_id = {site.id: site for site in stepped}
+
+    async with httpx.AsyncClient(verify=settings.verify_tls, timeout=settings.probe_timeout_seconds,
+                                 headers={"User-Agent": "fleet-maintenance probe"}) as http:
+        async def contain(site_id: int) -> tuple[int, Containment]:
+            site = by_id[site_id]
+            applied = [item for item in sent if item.site_id == site_id]
+            containment = (await contain_site(step, applied, policy, DashboardSwitchboard(client, site, http, settings))
+                           ).model_copy(update={"saw": after[site_id].error or "the home page failed"})
+            breaks.learn_break(site_id, site.name, containment, applied)
+            log.warning("site %s broke after the %s updates: %s: %s", site.name, step.value, containment.headline,
+                        containment.detail)
+            if containment.status is ContainmentStatus.unreachable:
+                await alert_site_down(client, site, containment, run_id, settings.report_dir)
+            return site_id, containment
+
+        return dict(await fan_out(sorted(broken), contain, settings.probe_concurrency))
+
+
+async def alert_site_down(client: DashboardClient, site: SiteRecord, containment: Containment, run_id: str,
+                          report_dir: Path) -> list[str]:
+    """The operator's alert, now rather than at the end of the night (mail, or `.eml` under the alerts folder)."""
+    base = client.settings.base_url
+    parts = urlsplit(base)
+    notice = SiteDownNotice(
+        run_name=run_id, dashboard=parts.hostname or "", site_id=site.id, site=f"{site.name} ({site.url})",
+        step=containment.step.value, what_happened=containment.detail, next_steps=containment.next_steps,
+        dashboard_page=site_page(base, site.id))
+    try:
+        mail = MailSettings()
+    except ValueError as error:  # bad mail settings must not stop the night: the file is still written
+        log.error("site-down alert: mail settings unusable (%s): only the file is written", error)
+        mail = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=[])
+    return await deliver_alert(notice, mail, report_dir / "alerts")
+
+
+probe_and_contain_task = task(probe_and_contain, name="probe-after-step", **STEP_OPTIONS)
