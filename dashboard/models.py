@@ -376,6 +376,30 @@ class UpdatedItem(SiteItem):
     new_version: OptStr = None
 
 
+class RolledBackUpdate(Model):
+    """A version WordPress rolled back on one site, as MainWP remembers it (`rollback_plugins`/`rollback_themes` of
+    the site's update detail) while that version is still the one offered."""
+
+    type: Type
+    slug: Str
+    name: Str = ""
+    old_version: OptStr = None
+    version: OptStr = None
+
+
+def rolled_back_updates(detail: Any) -> list[RolledBackUpdate]:
+    """The rollbacks in a site's update detail; a shape that is not a slug-keyed object is read as none."""
+    if not isinstance(detail, dict):
+        return []
+    found = []
+    for key, kind in (("rollback_plugins", UpdateType.plugin), ("rollback_themes", UpdateType.theme)):
+        remembered = detail.get(key)
+        if isinstance(remembered, dict):
+            found += [{**record, "type": kind, "slug": slug} for slug, record in remembered.items()
+                      if isinstance(record, dict)]
+    return valid_rows(RolledBackUpdate, found)
+
+
 class UpdateError(Model):
     """An item or site an update call reports as failed; `type` is `site` for a site that was not found."""
 

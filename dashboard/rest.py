@@ -22,12 +22,14 @@ from dashboard.models import (
     Monitor,
     MonitorCheck,
     NewApiKey,
+    RolledBackUpdate,
     Site,
     SiteCheck,
     SiteItemsUpdate,
     SitePlugin,
     Tag,
     UpdateType,
+    rolled_back_updates,
     update_type_of,
     valid_rows,
 )
@@ -231,6 +233,12 @@ class RestMethods(Connection):
         return parse(await self._rest("GET", route), plugin_list)
 
     # updates (per site, REST)
+
+    async def rolled_back_updates(self, id_or_domain: int | str) -> list[RolledBackUpdate]:
+        """The versions MainWP remembers WordPress rolled back on one site (its update detail, `GET /updates/{id}`;
+        the ability `get-site-updates-v1` fails its own output schema on the same data)."""
+        route = f"/updates/{segment(id_or_domain, 'site id or domain')}"
+        return parse(await self._rest("GET", route), lambda body: rolled_back_updates(body["data"]))
 
     async def update_site_items(
         self, site_id: int | str, update_type: UpdateType | str, slugs: Sequence[str]

@@ -93,7 +93,7 @@ async def survey_fleet(
             failures, revived = await revive_known_offline_task(client, quote(usable), quote(failures), settings,
                                                                 quote(night.sizer))
         pending = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
-            client, quote([site.id for site in chunk]), settings.concurrency)
+            client, quote([site.id for site in chunk]), settings.concurrency, rollbacks=True)
         return failures, revived, pending
 
     parts = await run_in_chunks(chunk_step, sites, settings)

@@ -1,5 +1,5 @@
 """Step 4: decide every detected and ignored item against the policy (with first-seen dates for minimum age),
-and hold the versions earlier nights remembered as bad."""
+and hold the versions earlier nights remembered as bad, and those MainWP remembers WordPress rolled back."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fleet.model.summary import Selection
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, Plan, SiteRecord, build_plan
 from fleet.rules.policy import Policy
 from fleet.state.first_seen import FirstSeenStore
-from fleet.state.holds import HoldStore, hold_remembered
+from fleet.state.holds import HoldStore, hold_remembered, hold_rolled_back
 from tasks.retries import STEP_OPTIONS
 
 
@@ -38,7 +38,7 @@ async def apply_policy(
         first_seen=first_seen, selection=selection, dry_run=dry_run, planned_for=planned_for,
     )
     store = HoldStore(settings.state_path)
-    plan.items, superseded = hold_remembered(plan.items, store.active())
+    plan.items, superseded = hold_remembered(hold_rolled_back(plan.items, pending), store.active())
     if not dry_run:
         for hold in superseded:
             store.release(f"{hold.item}@{hold.version}", f"superseded by a newer version on {created_at.date()}")

@@ -77,6 +77,7 @@ class DetectedUpdate(Record):
     name: str = ""
     from_version: str | None = None
     to_version: str | None = None
+    rolled_back: bool = False  # MainWP remembers WordPress rolling `to_version` back on this site
 
     @property
     def key(self) -> tuple[int, UpdateType, str]:

@@ -67,6 +67,8 @@ class Rule(StrEnum):
     site_status = "site_status"
     rollout = "rollout"
     night_hold = "night_hold"
+    rolled_back = "rolled_back"  # MainWP remembers WordPress rolling this version back on this site
+    rolled_back_elsewhere = "rolled_back_elsewhere"  # ... on another site
     window = "window"
     blackout = "blackout"
     approval = "approval"

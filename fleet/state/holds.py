@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from fleet.model.summary import NightHold, Outcome, Summary, UpdateType
-from fleet.rules.plan import Decision, PlanItem
+from fleet.rules.plan import Decision, DetectedUpdate, PlanItem
 from fleet.rules.policy import ItemRef, Rule
 from fleet.state.database import open_state_db
 
@@ -97,7 +97,8 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
                     reason=f"broke {alarm.site_name or alarm.site_url}: {alarm.saw}", site=alarm.site_url,
                     since=today))
     if failures_to_hold:
-        failed = [item for item in summary.items if item.outcome is Outcome.failed and item.to_version]
+        failed = [item for item in summary.items if item.to_version and (
+            item.outcome is Outcome.failed or item.rule == Rule.rolled_back)]  # a remembered rollback failed there
         counts = Counter((item.type, item.slug, item.to_version) for item in failed)
         for item in failed:
             key = (item.type, item.slug, item.to_version)
@@ -126,3 +127,25 @@ def hold_remembered(items: list[PlanItem], holds: list[NightHold]) -> tuple[list
                 superseded[(hold.type, hold.slug, hold.version)] = hold
         decided.append(item)
     return decided, list(superseded.values())
+
+
+def hold_rolled_back(items: list[PlanItem], pending: list[DetectedUpdate]) -> list[PlanItem]:
+    """The plan's items with every version MainWP remembers as rolled back (on any site) held: that version
+    failed where it was tried, so it is sent nowhere. Each site that remembers it counts as one failure towards
+    `hold_after_failures` (`bad_versions`)."""
+    where: dict[tuple[UpdateType, str, str], set[int]] = {}
+    for update in pending:
+        if update.rolled_back and update.to_version:
+            where.setdefault((update.type, update.slug, update.to_version), set()).add(update.site_id)
+    decided = []
+    for item in items:
+        sites = where.get((item.type, item.slug, item.to_version or ""))
+        if sites and item.decision is Decision.apply:
+            here = item.site_id in sites
+            item = item.model_copy(update={
+                "decision": Decision.held, "rule": Rule.rolled_back if here else Rule.rolled_back_elsewhere,
+                "reason": f"held: WordPress rolled version {item.to_version} back on {len(sites)} site(s)"
+                          f"{', this one included' if here else ''}, as the dashboard remembers; it is not sent "
+                          "again until a newer version is offered"})
+        decided.append(item)
+    return decided

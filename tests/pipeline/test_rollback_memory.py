@@ -1,0 +1,56 @@
+"""MainWP's memory of versions WordPress rolled back is failed-elsewhere evidence: the night sends such a version
+to no site, and each site that remembers it counts towards holding it. Over real HTTP against the emulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dashboard import DashboardClient
+from dashboard.models import UpdateType, rolled_back_updates
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Outcome, Selection, Summary
+from fleet.state.holds import HoldStore
+from flows.update import update_fleet
+from tests.pipeline.test_broken_night import shared_plugin
+
+
+def test_the_update_detail_is_read_whatever_its_shape() -> None:
+    detail = {"plugins": [], "rollback_plugins": {"forms/forms.php": {
+        "name": "Forms", "old_version": "1.0", "version": "1.2", "created": 1700000000}},
+        "rollback_themes": [], "translations": []}
+    [found] = rolled_back_updates(detail)
+    assert (found.type, found.slug, found.version, found.old_version) == (UpdateType.plugin, "forms/forms.php", "1.2",
+                                                                          "1.0")
+    assert rolled_back_updates({"rollback_plugins": "odd"}) == [] and rolled_back_updates(None) == []
+    assert rolled_back_updates({"rollback_themes": {"astra": {"version": "4.1"}, "bad": 3}})[0].slug == "astra"
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_a_version_mainwp_remembers_as_rolled_back_is_sent_nowhere_and_counts_towards_the_hold(
+    dashboard, tmp_path: Path
+):
+    emulator = dashboard(sites=12, seed=4)
+    slug, version, offering = shared_plugin(emulator.truth())
+    rolled, other = offering[0], offering[1]
+    emulator.post("faults/items", {"site_id": rolled["id"], "type": "plugin", "slug": slug, "mode": "rollback"})
+    async with DashboardClient.from_env() as client:  # someone updates it by hand in the dashboard, outside a night
+        answer = await client.update_site_items(rolled["id"], UpdateType.plugin, [slug])
+        assert "rolled it back" in (answer.items[0].error or "")
+        assert [r.version for r in await client.rolled_back_updates(rolled["id"])] == [version]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("hold_after_failures: 1\n")
+
+    path = await update_fleet(selection=Selection(sites=[str(rolled["id"]), str(other["id"])]),
+                              policy_file=str(policy), report_dir=str(tmp_path / "reports"))
+
+    summary = Summary.read(Path(path))
+    items = {item.site_id: item for item in summary.items if item.slug == slug}
+    assert items[rolled["id"]].outcome is Outcome.held and items[rolled["id"]].rule == "rolled_back"
+    assert items[other["id"]].outcome is Outcome.held and items[other["id"]].rule == "rolled_back_elsewhere"
+    assert "rolled version" in items[other["id"]].reason and "1 site(s)" in items[other["id"]].reason
+    truth = emulator.truth()["sites"]
+    assert truth[str(other["id"])]["plugins"][slug]["version"] != version  # never sent
+    [hold] = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
+    assert (hold.slug, hold.version) == (slug, version) and hold.reason.startswith("failed on 1 sites")
