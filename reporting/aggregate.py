@@ -299,7 +299,10 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
               [UpdatedItem(s.type, clean(s.name or s.slug, 120), _version(s.from_version), _version(s.to_version),
                            True) for s in alarm.suspects],
               [f"{clean(s.name or s.slug, 120)} {_version(s.to_version)}" for s in alarm.suspects
-               if (s.type, s.slug, s.to_version) in held])
+               if (s.type, s.slug, s.to_version) in held],
+              clean(alarm.containment.headline, 200) if alarm.containment and alarm.containment.headline != "broken"
+              else "",
+              clean(alarm.containment.next_steps, 400) if alarm.containment else "")
         for alarm in found
         if client is None or alarm.client == client
     ]

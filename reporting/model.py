@@ -321,6 +321,16 @@ class Alarm:
     dashboard_page: str | None
     suspects: list[UpdatedItem]
     held: list[str] = field(default_factory=list)  # "name version" of the suspects the nights' store now holds
+    state: str = ""  # "broken, then contained: X deactivated", "down, unreachable by the dashboard", or ""
+    next_steps: str = ""  # what the operator does now, when the night knows better than "roll back the suspects"
+
+    @property
+    def client_note(self) -> str:
+        """What a client reads about its broken site: what was done, never how."""
+        if self.state.startswith("broken, then contained"):
+            return ("It was brought back at once: the update that broke it is switched off until a fixed release "
+                    "is installed; we are looking into it")
+        return "We have been alerted and are restoring the site"
 
     @property
     def holds_sentence(self) -> str:

@@ -83,6 +83,12 @@ async def test_of_three_updated_plugins_the_bad_one_is_found_deactivated_and_hel
     assert [(hold.slug, hold.version) for hold in holds] == [(bad, version)]
     raw = (tmp_path / "reports" / summary.run_id / "summary.json").read_text()
     assert '"rounds": ' in raw and '"status": "contained"' in raw
+    reports = tmp_path / "reports" / summary.run_id / "report"
+    operator = (reports / "operator.txt").read_text()
+    assert contained.headline in operator and f"restore version {items[bad].from_version}" in operator
+    client = next(path for path in reports.glob("*.txt") if path.name != "operator.txt"
+                  and site["url"].rstrip("/") in path.read_text())
+    assert contained.headline in client.read_text() and "brought back at once" in client.read_text()
 
     other = other_site_offered(emulator.truth(), bad, version, site["id"])
     second = await run_night([other["id"]], tmp_path, "second")
@@ -151,6 +157,8 @@ async def test_a_load_time_break_alerts_at_once_counts_against_the_budget_and_is
     from_version = next(item.from_version for item in summary.items if item.slug == bad and item.site_id == site["id"])
     assert f"restore version {from_version}" in text
     assert datetime.fromtimestamp(alert.stat().st_mtime).astimezone() < summary.finished_at  # during the night
+    operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.html").read_text()
+    assert "down, unreachable by the dashboard" in operator and f"wp-content/plugins/{bad.split('/')[0]}" in operator
     first_cohort, rest = summary.cohorts
     assert first_cohort.failures == 1 and first_cohort.status == "stopped" and rest.status == "not_started"
     assert emulator.truth()["sites"][str(other["id"])]["plugins"][bad]["version"] != version
