@@ -14,7 +14,7 @@ from prefect import task
 from dashboard.errors import DashboardError
 from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
-from fleet.engine.culprit import ChildUnreachable, contain_site
+from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Containment, ContainmentStatus, UpdateType
@@ -89,8 +89,14 @@ async def probe_and_contain(
         async def contain(site_id: int) -> tuple[int, Containment]:
             site = by_id[site_id]
             applied = [item for item in sent if item.site_id == site_id]
-            containment = (await contain_site(step, applied, policy, DashboardSwitchboard(client, site, http, settings))
-                           ).model_copy(update={"saw": after[site_id].error or "the home page failed"})
+            try:
+                containment = await contain_site(step, applied, policy,
+                                                 DashboardSwitchboard(client, site, http, settings))
+            except DashboardError as error:  # the site stays broken and reported; the night goes on
+                containment = Containment(step=step, status=ContainmentStatus.not_contained,
+                                          detail=f"containing it failed: {error.call}: {error}",
+                                          next_steps=f"roll back by hand: {restore_steps(applied)}")
+            containment.saw = after[site_id].error or "the home page failed"
             breaks.learn_break(site_id, site.name, containment, applied)
             log.warning("site %s broke after the %s updates: %s: %s", site.name, step.value, containment.headline,
                         containment.detail)

@@ -86,9 +86,11 @@ def judge_sites(
 
 def broken_message(broken: list[SiteAlarm], run_id: str) -> str:
     """The flow run's failure message: the broken sites and their suspects, in one line."""
-    named = "; ".join(
-        f"{alarm.site_name or alarm.site_url} ({', '.join(s.name or s.slug for s in alarm.suspects)})"
-        for alarm in broken[:10]
-    )
+    def said(alarm: SiteAlarm) -> str:
+        suspects = ", ".join(s.name or s.slug for s in alarm.suspects)
+        state = alarm.containment.headline if alarm.containment else "broken"
+        return f"{alarm.site_name or alarm.site_url} ({suspects}{'' if state == 'broken' else f': {state}'})"
+
+    named = "; ".join(said(alarm) for alarm in broken[:10])
     more = f" and {len(broken) - 10} more" if len(broken) > 10 else ""
     return f"run {run_id} broke {len(broken)} site(s): {named}{more}"

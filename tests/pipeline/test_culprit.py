@@ -117,3 +117,16 @@ def test_never_deactivate_is_validated_and_matches_a_slug_or_its_folder() -> Non
         Policy(never_deactivate=[" "])
     with pytest.raises(ValueError, match="contain"):
         Policy(contain="rollback")
+
+
+def test_the_failed_runs_message_says_a_site_was_contained() -> None:
+    from fleet.model.summary import Containment, SiteAlarm, Suspect
+    from fleet.rules.breakage import broken_message
+
+    culprit = Suspect(type=UpdateType.plugin, slug="seo/seo.php", name="SEO", from_version="1.0", to_version="1.1")
+    contained = SiteAlarm(site_id=1, site_url="https://a.example", site_name="Shop", saw="HTTP 500",
+                          suspects=[culprit], containment=Containment(step=UpdateType.plugin, status="contained",
+                                                                      culprit=culprit, rounds=2))
+    down = SiteAlarm(site_id=2, site_url="https://b.example", site_name="Blog", saw="HTTP 500", suspects=[culprit])
+    assert broken_message([contained, down], "run-1") == (
+        "run run-1 broke 2 site(s): Shop (SEO: broken, then contained: SEO deactivated); Blog (SEO)")
