@@ -193,8 +193,10 @@ async def test_stuck_and_timed_out_jobs_end_with_clear_reasons(dashboard, tmp_pa
     assert_every_item_accounted(summary, plan)
 
 
-async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard):
+async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard, tmp_path):
     emulator = dashboard(sites=12, seed=4)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("contain: report\n")  # left broken (by default the night would contain it)
     sites = emulator.truth()["sites"]
     site = next(
         s for s in sites.values()
@@ -204,7 +206,7 @@ async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard):
     emulator.post("faults/items", {"site_id": site["id"], "type": "plugin", "slug": plugin["slug"], "mode": "break"})
 
     with pytest.raises(SitesBrokenByRun) as broke:
-        await nightly_maintenance(selection=Selection(), send_report=False)
+        await nightly_maintenance(selection=Selection(), send_report=False, policy_file=str(policy))
     summary, _ = read_run(broke.value.summary_path)
 
     assert emulator.truth()["sites"][str(site["id"])]["front_end"]["status"] == "broken"
