@@ -4,6 +4,7 @@ the operator alerted at once when the site's MainWP Child no longer answers)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 from prefect import task
 
-from dashboard.errors import DashboardError
+from dashboard.errors import DashboardError, SiteOffline
 from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps
@@ -44,19 +45,16 @@ class DashboardSwitchboard:
         return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
 
     async def deactivate(self, slugs: list[str]) -> None:
-        self._answered(await self._switch(self.client.deactivate_plugins, slugs))
+        await self._switch(self.client.deactivate_plugins, slugs)
 
     async def activate(self, slugs: list[str]) -> None:
-        self._answered(await self._switch(self.client.activate_plugins, slugs))
+        await self._switch(self.client.activate_plugins, slugs)
 
-    async def _switch(self, call: object, slugs: list[str]) -> PluginSwitch:
+    async def _switch(self, call: Callable[[int, list[str]], Awaitable[PluginSwitch]], slugs: list[str]) -> None:
         try:
-            return await call(self.site.id, slugs)  # type: ignore[operator]
-        except DashboardError as error:
+            answer = await call(self.site.id, slugs)
+        except SiteOffline as error:  # any other error is the dashboard's: the containment fails, the night goes on
             raise ChildUnreachable(f"{error.call}: {error}") from error
-
-    @staticmethod
-    def _answered(answer: PluginSwitch) -> None:
         if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 

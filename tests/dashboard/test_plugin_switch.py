@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard import DashboardClient
-from dashboard.errors import InvalidInput
+from dashboard.errors import ActionFailed, InvalidInput, error_from_response, is_deterministic
 from tests.dashboard.emulated import GroundTruth
 
 
@@ -28,3 +28,11 @@ async def test_a_plugin_is_deactivated_and_activated_again_and_a_missing_one_is_
     assert truth.state(site_id)["sites"][str(site_id)]["plugins"][slug]["active"] is True
     with pytest.raises(InvalidInput):
         await client.deactivate_plugins(site_id, [])
+
+
+def test_a_failed_plugin_action_is_a_typed_error_never_retried() -> None:
+    for code in ("mainwp_rest_deactivate_plugins_action", "mainwp_rest_activate_plugins_action",
+                 "mainwp_deactivation_failed"):
+        error = error_from_response(500, {"code": code, "message": "Exception.", "data": {"status": 500}},
+                                    method="POST", path="/sites/1/plugins/deactivate")
+        assert isinstance(error, ActionFailed) and is_deterministic(code), code

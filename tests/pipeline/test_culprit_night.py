@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.client import DashboardClient
+from dashboard.errors import ServerError
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ContainmentStatus, Outcome, Selection, Summary
 from fleet.state.holds import HoldStore
@@ -167,3 +169,25 @@ async def test_a_load_time_break_alerts_at_once_counts_against_the_budget_and_is
     [held] = [item for item in second.items if item.slug == bad]
     assert held.outcome is Outcome.held and held.rule == "night_hold"
     assert emulator.truth()["sites"][str(other["id"])]["plugins"][bad]["version"] != version
+
+
+async def test_a_dashboard_error_while_containing_leaves_the_site_reported_and_the_night_going(
+    dashboard, monkeypatch, tmp_path: Path
+):
+    emulator = dashboard(sites=12, seed=4)
+    site, plugins, _ = three_plugin_site(emulator.truth())
+    emulator.post("faults/items", {"site_id": site["id"], "type": "plugin", "slug": plugins[0], "mode": "break"})
+
+    async def failing(self, id_or_domain):
+        raise ServerError("Internal Server Error", status=500, method="GET", path=f"/sites/{id_or_domain}/plugins")
+
+    monkeypatch.setattr(DashboardClient, "site_plugins", failing)
+    summary = await run_night([site["id"]], tmp_path, "failing")
+
+    [alarm] = summary.broken
+    assert alarm.containment.status is ContainmentStatus.not_contained
+    assert "containing it failed: GET /sites/" in alarm.containment.detail
+    assert {s.slug for s in alarm.suspects} >= set(plugins)
+    assert all(emulator.truth()["sites"][str(site["id"])]["plugins"][slug]["active"] for slug in plugins)
+    assert not summary.errors  # the lane was not lost
+    assert {item.outcome for item in summary.items if item.slug in plugins} == {Outcome.updated}
