@@ -27,3 +27,21 @@ def test_a_broken_site_gets_nothing_more_and_its_versions_go_nowhere_else_tonigh
     assert breaks.why_not_sent(item(2, "forms", "2.0")) == "held tonight: version 2.0 broke Shop earlier in this night"
     assert breaks.why_not_sent(item(2, "forms", "2.1")) is None  # another version of it is not the bad one
     assert breaks.why_not_sent(item(2, "cache", "")) is None  # a version not known is never matched
+
+
+def test_with_its_culprit_found_only_the_culprits_version_goes_nowhere_else_tonight() -> None:
+    from fleet.model.summary import Containment, ContainmentStatus, Suspect
+
+    breaks = TonightsBreaks()
+    applied = [item(1, "forms", "2.0"), item(1, "seo", "3.1"), item(1, "cache", "1.5")]
+    culprit = Suspect(type=UpdateType.plugin, slug="seo", name="seo", from_version="1.0", to_version="3.1")
+    breaks.learn_break(1, "Shop", Containment(step=UpdateType.plugin, status=ContainmentStatus.contained,
+                                              culprit=culprit, rounds=2), applied)
+    assert breaks.why_not_sent(item(2, "seo", "3.1")) == "held tonight: version 3.1 broke Shop earlier in this night"
+    assert breaks.why_not_sent(item(2, "forms", "2.0")) is None and breaks.why_not_sent(item(2, "cache", "1.5")) is None
+    assert "nothing more was sent" in breaks.why_not_sent(item(1, "astra", "4.0", UpdateType.theme))
+    assert breaks.containments[1].culprit.slug == "seo"
+
+    unknown = TonightsBreaks()  # no culprit (not contained, or a dead child): every applied version is kept back
+    unknown.learn_break(1, "Shop", Containment(step=UpdateType.plugin, status=ContainmentStatus.unreachable), applied)
+    assert all(unknown.why_not_sent(item(2, i.slug, i.to_version)) for i in applied)
