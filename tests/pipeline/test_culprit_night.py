@@ -90,7 +90,8 @@ async def test_of_three_updated_plugins_the_bad_one_is_found_deactivated_and_hel
     assert contained.headline in operator and f"restore version {items[bad].from_version}" in operator
     client = next(path for path in reports.glob("*.txt") if path.name != "operator.txt"
                   and site["url"].rstrip("/") in path.read_text())
-    assert contained.headline in client.read_text() and "brought back at once" in client.read_text()
+    for report in (client, client.with_suffix(".md"), client.with_suffix(".html")):  # every format says it
+        assert contained.headline in report.read_text() and "brought back at once" in report.read_text()
 
     other = other_site_offered(emulator.truth(), bad, version, site["id"])
     second = await run_night([other["id"]], tmp_path, "second")
