@@ -17,6 +17,8 @@ _NAMESPACE_PREFIX = re.compile(r"^(svc|mainwp)_")
 class DashboardError(Exception):
     """Base of every error raised by the client."""
 
+    elapsed: float | None = None  # seconds from sending to the error answer (a 504's says how long the gateway waits)
+
     def __init__(
         self,
         message: str,

@@ -243,6 +243,7 @@ class Site(Model):
     http_status: OptStr = None
     sync_errors: OptStr = None
     suspended: Bool = False
+    ip: OptStr = None  # the child's server address: MainWP's per-IP connection limits key on it
     admin_username: OptStr = None
     notes: OptStr = Field(None, validation_alias=AliasChoices("notes", "note"))
     stats: dict[str, Any] | None = None
@@ -260,6 +261,18 @@ class Site(Model):
     plugin_upgrades = decoded_on_read("raw_plugin_upgrades")
     theme_upgrades = decoded_on_read("raw_theme_upgrades")
     translation_upgrades = decoded_on_read("raw_translation_upgrades")
+
+
+class ConnectionLimits(Model):
+    """MainWP's own limits on its calls to child sites (`GET /settings/advanced`), with its defaults; 0 is no limit.
+
+    `MainWP_Connect::check_constraints` holds every sync and plugin/theme/translation update to them, on every
+    PHP worker and cron chunk at once."""
+
+    maximum_requests: Int = Field(4, validation_alias="mainwp_maximum_requests", ge=0)
+    minimum_delay_ms: Int = Field(200, validation_alias="mainwp_minimum_delay", ge=0)
+    maximum_ip_requests: Int = Field(1, validation_alias="mainwp_maximum_ip_requests", ge=0)
+    minimum_ip_delay_ms: Int = Field(1000, validation_alias="mainwp_minimum_ip_delay", ge=0)
 
 
 class SiteRef(Model):

@@ -17,6 +17,7 @@ from dashboard.models import (
     ActionMessage,
     ApiKey,
     Client,
+    ConnectionLimits,
     Heartbeat,
     Incident,
     Monitor,
@@ -372,6 +373,11 @@ class RestMethods(Connection):
 
     async def get_settings(self, category: str) -> dict[str, Any]:
         return parse(await self._rest("GET", f"/settings/{_settings_category(category)}"), settings_of)
+
+    async def connection_limits(self) -> ConnectionLimits:
+        """MainWP's limits on its calls to child sites, from the advanced settings (its defaults for a key not
+        set there)."""
+        return ConnectionLimits.model_validate(await self.get_settings("advanced"))
 
     async def edit_settings(self, category: str, values: dict[str, Any]) -> dict[str, Any]:
         route = f"/settings/{_settings_category(category)}/edit"

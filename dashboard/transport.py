@@ -216,6 +216,7 @@ class Transport:
                 raise InvalidResponse("the answer is not JSON", status=response.status_code, method=method,
                                       path=path)
             return Answer(response.status_code, body, response.headers, method, path, elapsed)
+        error.elapsed = elapsed
         raise self._settle(error, safe)
 
     def _settle(self, error: DashboardError, safe: bool) -> DashboardError:
@@ -227,13 +228,15 @@ class Transport:
         lost = error.status == 504 and error.method not in _READS
         if not lost and (safe or not (_transient(error) or ran_unreadable)):
             return error
-        return OutcomeUnknown(
+        lost_write = OutcomeUnknown(
             f"{error.message}; the write may or may not have been applied: re-read the state before trying again",
             code=error.code or "server_error",
             status=error.status,
             method=error.method,
             path=error.path,
         )
+        lost_write.elapsed = error.elapsed
+        return lost_write
 
     def _describe(self, exc: Exception) -> str:
         text = str(exc) or type(exc).__name__

@@ -64,7 +64,7 @@ from tasks.reconcile import reconcile_task
 from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
-from tasks.sync import sync_sites_task
+from tasks.sync import read_child_slots_task, sync_sites_task
 
 
 def run_identity(started: datetime) -> str:
@@ -239,6 +239,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
         check_recipients(policy, [known.name for known in clients])
         window_days = WindowDays.of(policy, request.dry_run, settings, client.settings.base_url)
         sites = window_days.place(sites, policy, moment)
+        night.sizer.slots = await read_child_slots_task(client, quote(sites), settings)
         interrupted = night.open(journal, run_dir, request.dry_run)
         if interrupted:
             await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)

@@ -77,7 +77,7 @@ async def send_batch_calls(
         except FATAL_ERRORS:
             raise
         except OutcomeUnknown as error:
-            sizer.lost(operation, work)
+            sizer.lost(operation, work, gateway_after=error.elapsed if error.status == 504 else None)
             call.lost = error
         except DashboardError as error:
             if not keep_errors:

@@ -6,9 +6,12 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
+from dashboard.errors import DashboardError
+from dashboard.models import ConnectionLimits
 from fleet.engine.lost_answers import settle_lost_sync
 from fleet.model.settings import PipelineSettings
 from fleet.pacing.call_sizing import CallSizer, Operation, Work
+from fleet.pacing.child_slots import ChildSlots, server_key
 from fleet.pacing.progress import NightProgress, Tally, heartbeat
 from fleet.rules.plan import SiteRecord
 from fleet.rules.site_errors import SiteErrorIndex, error_message
@@ -71,3 +74,23 @@ async def sync_sites(
 
 
 sync_sites_task = task(sync_sites, name="sync-sites", **STEP_OPTIONS)
+
+
+async def read_child_slots(client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings) -> ChildSlots:
+    """MainWP's limits on its calls to child sites (read once a night; its defaults when the key cannot read
+    the settings), with the server of each site: the night's syncs and updates are planned around them."""
+    logger = step_logger()
+    try:
+        limits = await client.connection_limits()
+    except DashboardError as error:
+        limits = ConnectionLimits()
+        logger.warning("the dashboard's limits on calls to child sites could not be read (%s): planning with "
+                       "MainWP's defaults", error)
+    slots = ChildSlots(limits, settings.time_scale, {site.id: server_key(site.id, site.ip) for site in sites})
+    logger.info("calls to child sites: at most %d at once, %d ms apart, %d per server, %d ms apart per server; "
+                "%d site(s) on %d server(s)", limits.maximum_requests, limits.minimum_delay_ms,
+                limits.maximum_ip_requests, limits.minimum_ip_delay_ms, len(sites), len(set(slots.servers.values())))
+    return slots
+
+
+read_child_slots_task = task(read_child_slots, name="read-child-limits", **STEP_OPTIONS)

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fleet.model.summary import UpdateType
+from fleet.pacing.child_slots import grouped_by_server, server_key
 from fleet.pacing.fan_out import chunked
 from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
 
@@ -44,7 +45,8 @@ def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lan
             to_apply[item.site_id].append(item)
         else:
             untouchable[item.site_id][item.type].append(item.slug)
-    sites = [site for site in plan.sites if site.id in to_apply]
+    sites = grouped_by_server([site for site in plan.sites if site.id in to_apply],
+                              lambda site: server_key(site.id, site.ip))  # a server's sites share a lane
     parts = chunked(sites, lane_size)
     lanes = []
     for number, part in enumerate(parts, start=1):

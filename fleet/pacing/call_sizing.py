@@ -11,6 +11,7 @@ how slow it is, and a slow site's work is then cut to what fits the budget on it
 from __future__ import annotations
 
 import asyncio
+import logging
 import statistics
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -18,8 +19,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-R = TypeVar("R")
+from fleet.pacing.child_slots import ChildSlots, grouped_by_server
 
+R = TypeVar("R")
+log = logging.getLogger("fleet.call_sizing")
+
+GATEWAY_MARGIN = 0.9  # a 504 sooner than this share of the assumed gateway shows a shorter one
 SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
 TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
 HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
@@ -34,6 +39,9 @@ class Operation(StrEnum):
     sync = "sync"
     check = "check"
     update_item = "update_item"
+
+
+CONSTRAINED = frozenset({Operation.sync, Operation.update_item})  # MainWP's `$checkConstraints` calls
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,29 @@ class CallSizer:
     seen: set[int] = field(default_factory=set)
     lost_sites: set[int] = field(default_factory=set)
     unjudged: dict[Operation, list[tuple[int, float]]] = field(default_factory=dict)
+    slots: ChildSlots | None = None  # the dashboard's limits on calls to child sites, once the night read them
+    gateway_seen: float | None = None  # how long a gateway's 504 took, once one came sooner than assumed
+
+    def gate(self, operation: Operation) -> ChildSlots | None:
+        """The child connections a sized call of `operation` must fit (syncs and updates: MainWP calls checks
+        without its constraints), or None."""
+        return self.slots if operation in CONSTRAINED and self.sizing(operation) else None
+
+    def ip_waits(self, operation: Operation, work: list[Work]) -> float:
+        """Seconds a call spends waiting on MainWP's delay between two calls to one server: each site after the
+        first of its server waits what is left of the delay once the one before it has worked."""
+        slots = self.gate(operation)
+        if slots is None or not slots.ip_delay:
+            return 0.0
+        per_unit = self.estimate(operation) or 0.0
+        seen: set[str] = set()
+        waits = 0.0
+        for part in work:
+            server = slots.server(part.site_id)
+            if server in seen:
+                waits += max(0.0, slots.ip_delay - per_unit)
+            seen.add(server)
+        return waits
 
     def sizing(self, operation: Operation) -> bool:
         return self.budget > 0 and (operation != Operation.update_item or self.max_sites <= self.threshold)
@@ -96,7 +127,7 @@ class CallSizer:
         per_unit = self.estimate(operation)
         if per_unit is None:
             return None
-        return sum(per_unit * self.factor(part.site_id) * part.units for part in work)
+        return sum(per_unit * self.factor(part.site_id) * part.units for part in work) + self.ip_waits(operation, work)
 
     def units_per_call(self, operation: Operation, site_id: int | None = None) -> int:
         """How many units of `operation` fit the budget (on `site_id`, if it is slow)."""
@@ -143,7 +174,9 @@ class CallSizer:
         return self.max_sites if operation == Operation.update_item else min(self.max_sites, self.threshold)
 
     def take(self, operation: Operation, queue: deque[Work]) -> list[Work]:
-        """The next call's share of `queue`: a suspect or slow site alone, else sites up to the budget."""
+        """The next call's share of `queue`: a suspect or slow site alone, else sites up to the budget (with the
+        waits between sites of one server); under the child limits, only sites whose server is free or already
+        in the call."""
         cap = self.cap(operation)
         if not self.sizing(operation):
             return [queue.popleft() for _ in range(min(cap, len(queue)))]
@@ -154,13 +187,30 @@ class CallSizer:
         if head.site_id not in self.seen:
             cap = min(cap, UNSEEN_SITES)
         taken = [queue.popleft()]
-        used = taken[0].units
-        while queue and len(taken) < cap and not self.alone(queue[0].site_id) and used + queue[0].units <= room:
+        used = taken[0].units + self._wait_units(operation, taken[:0], taken[0])
+        while queue and len(taken) < cap and not self.alone(queue[0].site_id) and self._joins(operation, taken,
+                                                                                               queue[0]):
             if queue[0].part != head.part or (head.part and queue[0].site_id != head.site_id):
                 break
-            used += queue[0].units
+            units = queue[0].units + self._wait_units(operation, taken, queue[0])
+            if used + units > room:
+                break
+            used += units
             taken.append(queue.popleft())
         return taken
+
+    def _joins(self, operation: Operation, taken: list[Work], part: Work) -> bool:
+        slots = self.gate(operation)
+        if slots is None:
+            return True
+        server = slots.server(part.site_id)
+        return slots.free(server) or server in {slots.server(other.site_id) for other in taken}
+
+    def _wait_units(self, operation: Operation, taken: list[Work], part: Work) -> float:
+        per_unit = self.estimate(operation)
+        if not per_unit:
+            return 0.0
+        return (self.ip_waits(operation, [*taken, part]) - self.ip_waits(operation, taken)) / per_unit
 
     def learn(self, operation: Operation, work: list[Work], elapsed: float | None) -> None:
         """Fold one answer in: the call's time per unit, and whether a site in it is slow."""
@@ -168,6 +218,7 @@ class CallSizer:
             return
         self.calls += 1
         self.seen.update(part.site_id for part in work)
+        elapsed = max(elapsed - self.ip_waits(operation, work), elapsed / 10)  # the work, not MainWP's delays
         units = sum(part.units for part in work)
         predicted = self.predict(operation, work)
         if len({part.site_id for part in work}) == 1:
@@ -213,16 +264,30 @@ class CallSizer:
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
 
-    def lost(self, operation: Operation, work: list[Work]) -> None:
+    def lost(self, operation: Operation, work: list[Work], gateway_after: float | None = None) -> None:
         """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
         is taken for at least the slow tail (twice what it was thought to be) and goes alone for the rest of
-        the night (a quick answer later proves nothing: the lost call may have done its work already). The
-        budget is left alone: one slow site must not shrink every later call (a gateway shorter than 60 s
-        needs a smaller `FLEET_CALL_BUDGET_SECONDS`, a third of it)."""
+        the night (a quick answer later proves nothing: the lost call may have done its work already).
+
+        A gateway's 504 that came `gateway_after` seconds after sending says how long the gateway waits: the
+        budget assumes one three times its size (20 s for nginx's 60 s), so a shorter gateway shrinks it to a
+        third of what was seen, for the rest of the night. Only a 504 that took at least half the time the call
+        was predicted to work counts: a quicker one is a fault of the server, not its patience; a slow site
+        alone never shrinks it."""
+        predicted = self.predict(operation, work)
+        timed_out = gateway_after is not None and predicted is not None and gateway_after >= predicted / 2
         for site_id in {part.site_id for part in work}:
             self.lost_sites.add(site_id)
             self.suspects.add(site_id)
             self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
+        if timed_out and self.budget > 0 and gateway_after < GATEWAY_MARGIN * 3 * self.budget:
+            before, self.budget = self.budget, gateway_after / 3
+            if self.gateway_seen is None:
+                log.warning("the dashboard's gateway gave up after %.3g s, not the %.3g s the call budget assumes: "
+                            "calls are sized to %.3g s from now on (was %.3g s)", gateway_after, 3 * before,
+                            self.budget, before)
+            self.gateway_seen = gateway_after
+
 
 @dataclass
 class SizedCall(Generic[R]):
@@ -250,21 +315,45 @@ async def send_sized(
     its result and the call's elapsed seconds (None when unknown), which the sizer learns from before the next
     call is cut. `on_done(units)` is told of each finished call.
     """
+    slots = sizer.gate(operation)
+    if slots is not None:  # a server's sites side by side, so that they can share a call
+        groups = {key: grouped_by_server(work, lambda part: slots.server(part.site_id))
+                  for key, work in groups.items()}
     queues = [(key, deque(sizer.split_slow(operation, work))) for key, work in groups.items() if work]
     results: list[SizedCall[R]] = []
 
     def next_call() -> tuple[object, list[Work]] | None:
-        while queues:
-            key, queue = queues[0]
-            if queue:
-                return key, sizer.take(operation, queue)
-            queues.pop(0)
+        """The next call to send, or None when every site left waits on a server (or a slot) in use."""
+        queues[:] = [(key, queue) for key, queue in queues if queue]
+        for key, queue in queues:
+            if slots is not None:
+                ready = next((index for index, part in enumerate(queue) if slots.free(slots.server(part.site_id))),
+                             None)
+                if ready is None:
+                    continue
+                if ready:
+                    part = queue[ready]
+                    del queue[ready]
+                    queue.appendleft(part)
+            return key, sizer.take(operation, queue)
         return None
 
     async def sender() -> None:
-        while (call := next_call()) is not None:
+        while queues:
+            call = next_call()
+            if call is None:
+                if queues and slots is not None:
+                    await slots.released()
+                continue
             key, work = call
-            result, elapsed = await send(key, work)
+            servers = {slots.server(part.site_id) for part in work} if slots is not None else set()
+            if slots is not None:
+                slots.hold(servers)
+            try:
+                result, elapsed = await send(key, work)
+            finally:
+                if slots is not None:
+                    slots.release(servers)
             sizer.learn(operation, work, elapsed)
             results.append(SizedCall(key, work, result))
             if on_done is not None:

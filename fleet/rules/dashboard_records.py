@@ -35,6 +35,7 @@ def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
         status=status,
         status_reason=reason,
         last_sync=site.last_sync.replace(tzinfo=site.last_sync.tzinfo or UTC) if site.last_sync else None,
+        ip=site.ip or "",
     )
 
 

@@ -51,6 +51,7 @@ class SiteRecord(Record):
     deferral: Deferral | None = None  # outside its window or in a blackout: listed, never touched
     window_closes_at: datetime | None = None  # no new calls for this site from this moment
     last_sync: datetime | None = None
+    ip: str = ""  # its server's address, as the dashboard records it ("" unknown: a server of its own)
     revived: bool = False  # refused by the dashboard as known offline, then checked, answering and synced tonight
 
     def synced_within(self, hours: float, now: datetime) -> bool:

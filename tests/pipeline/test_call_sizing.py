@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+import pytest
+
 from fleet.pacing.call_sizing import CallSizer, Work, send_sized
 
 
@@ -165,3 +167,19 @@ def test_sites_never_measured_share_a_call_only_a_few_at_a_time():
     assert len(sizer.take("sync", queue)) == 5, "three slow ones among twenty would pass the gateway"
     sizer.learn("sync", [Work(site_id) for site_id in range(40, 60)], 20.0)
     assert len(sizer.take("sync", sites(*range(40, 60)))) == 20, "measured sites fill the budget"
+
+
+def test_a_gateway_shorter_than_the_budget_assumes_is_learned_from_its_first_504(caplog):
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    call = [Work(site_id) for site_id in range(2, 11)]  # predicted 18 s: a 60 s gateway would have answered
+    sizer.lost("sync", call, gateway_after=0.02)  # an injected 504, at once: a fault, not the gateway's patience
+    sizer.lost("sync", [Work(11)], gateway_after=61.0)  # nginx's 60 s: what the budget assumes
+    assert sizer.budget == 20 and not caplog.records
+    sizer.lost("sync", [Work(site_id) for site_id in range(12, 21)], gateway_after=20.5)  # a 20 s gateway
+    assert sizer.budget == pytest.approx(20.5 / 3)
+    assert sizer.units_per_call("sync") == 3
+    sizer.lost("sync", [Work(site_id) for site_id in range(21, 24)], gateway_after=20.2)  # a call already open
+    assert sizer.budget == pytest.approx(20.5 / 3), "a second 504 of the same gateway changes nothing"
+    assert [record.levelname for record in caplog.records] == ["WARNING"]
+    assert "gave up after 20.5 s" in caplog.text

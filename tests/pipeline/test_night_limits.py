@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,13 +50,14 @@ def spy_update_calls(monkeypatch) -> list[tuple[int, str, str]]:
 
 async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard):
     emulator = dashboard(sites=450, seed=5, time_scale=0.004)
-    # the night sizes its calls by the workers alone; under MainWP's connection limits (per-IP delay, shared
-    # servers) its calls pass the gateway: planning around them is its own issue, so here they are off
-    emulator.set_connection_limits(maximum_requests=0, minimum_delay=0, maximum_ip_requests=0, minimum_ip_delay=0)
     summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
     truth = emulator.truth()
     capacity = truth["capacity"]
     assert capacity["gateway_timeouts"] == 0
+    child = capacity["child_connections"]  # MainWP's defaults: 4 at once, 200 ms apart, 1 per server IP, 1 s apart
+    assert child["max_open_per_ip"] == 1 and child["max_open"] <= 4
+    waited = child["waited_seconds"]
+    assert waited["maximum_requests"] == waited["maximum_ip_requests"] == 0, "no call waited on another's slot"
     assert capacity["max_in_progress"] <= capacity["workers"]
     assert_every_item_accounted(summary, plan)
     assert_truth_agrees(summary, truth)
@@ -66,6 +68,36 @@ async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard
     assert work is not None and work.update_items == len(attempted)
     assert work.syncs <= work.naive_syncs and work.checks <= work.naive_checks
     assert work.seconds is not None and work.seconds <= work.naive_seconds
+
+
+async def test_the_limits_read_from_the_dashboards_settings_are_the_ones_the_night_keeps(dashboard, caplog):
+    emulator = dashboard(sites=40, seed=8, time_scale=0.004)
+    emulator.set_connection_limits(maximum_requests=2, maximum_ip_requests=1)
+    caplog.set_level(logging.INFO)
+    summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
+    assert_every_item_accounted(summary, plan)
+    child = emulator.truth()["capacity"]["child_connections"]
+    assert child["max_open"] == 2 and child["waited_seconds"]["maximum_requests"] == 0
+    assert any("at most 2 at once" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypatch, caplog):
+    """Shared hosting's 30 s, or less: the budget (20 s, a third of nginx's 60 s) is too long for it, and the night
+    learns so from the first 504 instead of meeting the gateway call after call."""
+    emulator = dashboard(sites=80, seed=12, time_scale=0.01, gateway_timeout=20)
+    monkeypatch.delenv("FLEET_CALL_BUDGET_SECONDS")  # the default budget (20 s), on the emulator's clock
+    monkeypatch.setenv("FLEET_TIME_SCALE", str(emulator.server.credentials["time_scale"]))
+    caplog.set_level(logging.INFO)
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+    assert_every_item_accounted(summary, plan)
+    assert emulator.truth()["capacity"]["gateway_timeouts"] >= 1
+    lines = [record.getMessage() for record in caplog.records]
+    learned = [n for n, line in enumerate(lines) if "gateway gave up after" in line]
+    assert len(learned) == 1, "learned once, from the first 504"
+    after = [line for line in lines[learned[0] + 1:] if "HTTP 504" in line and "site(s) [" in line]
+    several = [line for line in after if re.search(r"site\(s\) \[\d+, ", line)]
+    # later, only a site alone meets it: one of the slow tail, whose one item needs 30 s (no budget cuts that)
+    assert not several, several
 
 
 async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_twice(dashboard, monkeypatch):
@@ -203,9 +235,6 @@ async def test_progress_lines_appear_while_a_job_is_waited_on(dashboard, monkeyp
 
 async def test_only_sites_something_was_applied_to_are_resynced_and_checked(dashboard):
     emulator = dashboard(sites=30, seed=4, time_scale=0.002)
-    # with MainWP's connection limits on, the night checked the site whose updates all failed (one run; the
-    # cause inside the night is not traced yet): the night's planning around the limits is its own issue
-    emulator.set_connection_limits(maximum_requests=0, minimum_delay=0, maximum_ip_requests=0, minimum_ip_delay=0)
     sites = emulator.truth()["sites"]
     broken = next(s for s in sites.values() if s["status"] == "connected"
                   and any(u["type"] == "plugin" for u in s["pending_updates"]))
