@@ -38,6 +38,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/emulator.py
 	$(BIN)/python bench/nightly.py
+	$(BIN)/python bench/wire.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

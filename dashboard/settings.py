@@ -54,6 +54,10 @@ class DashboardSettings(BaseSettings):
     max_connections: int = Field(
         20, ge=1, description="Requests in flight at once; more wait their turn (however long the calls ahead take)."
     )
+    http_engine: Literal["aiohttp", "httpx"] = Field(
+        "aiohttp", description="What carries httpx's requests: aiohttp's engine (about half the CPU per request) or "
+        "httpx's own; the client's errors are the same over both."
+    )
 
     @field_validator("base_url")
     @classmethod

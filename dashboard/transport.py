@@ -39,6 +39,7 @@ from dashboard.errors import (
     is_deterministic,
 )
 from dashboard.settings import DashboardSettings
+from dashboard.wire import AiohttpWire
 
 log = logging.getLogger("dashboard")
 
@@ -107,7 +108,7 @@ class Transport:
             ),
             limits=httpx.Limits(max_connections=settings.max_connections),
             verify=settings.verify_tls,
-            transport=transport,
+            transport=transport or self._engine(settings),
             follow_redirects=False,
             headers={"Accept": "application/json", "User-Agent": "fleet-maintenance-dashboard-client"},
         )
@@ -118,6 +119,13 @@ class Transport:
 
     def __repr__(self) -> str:
         return f"Transport(base_url={self.settings.base_url!r})"
+
+    @staticmethod
+    def _engine(settings: DashboardSettings) -> httpx.AsyncBaseTransport | None:
+        """The engine under httpx; None: httpx's own."""
+        if settings.http_engine == "httpx":
+            return None
+        return AiohttpWire(verify=settings.verify_tls, limits=httpx.Limits(max_connections=settings.max_connections))
 
     async def aclose(self) -> None:
         await self._http.aclose()

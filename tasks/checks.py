@@ -9,6 +9,7 @@ import httpx
 from prefect import task
 
 from dashboard.errors import DashboardError
+from dashboard.wire import AiohttpWire
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HealthCheck
@@ -115,15 +116,19 @@ async def open_incidents(
     return {site_id: number for site_id, number in counted if number}
 
 
+def probe_client(settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """What the night asks the sites' own pages with (a visitor's plain GET, no dashboard work)."""
+    return httpx.AsyncClient(transport=transport or AiohttpWire(verify=settings.verify_tls),
+                             timeout=settings.probe_timeout_seconds, headers={"User-Agent": "fleet-maintenance probe"})
+
+
 async def probe_sites(
     sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
 ) -> list[ProbeResult | None]:
     """The home-page probe of each site (None for every site when probing is turned off)."""
     if not settings.probe_sites:
         return [None] * len(sites)
-    async with httpx.AsyncClient(transport=transport, verify=settings.verify_tls,
-                                 timeout=settings.probe_timeout_seconds,
-                                 headers={"User-Agent": "fleet-maintenance probe"}) as http:
+    async with probe_client(settings, transport) as http:
         urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
         return await fan_out(urls, lambda url: probe_home_page(http, url), settings.probe_concurrency)
 

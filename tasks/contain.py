@@ -25,7 +25,7 @@ from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
 from reporting.alert import SiteDownNotice, deliver_alert
 from reporting.settings import MailSettings
-from tasks.checks import probe_before_updates
+from tasks.checks import probe_before_updates, probe_client
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
@@ -82,8 +82,7 @@ async def probe_and_contain(
     broken = newly_broken(before, after)
     by_id = {site.id: site for site in stepped}
 
-    async with httpx.AsyncClient(verify=settings.verify_tls, timeout=settings.probe_timeout_seconds,
-                                 headers={"User-Agent": "fleet-maintenance probe"}) as http:
+    async with probe_client(settings) as http:
         async def contain(site_id: int) -> tuple[int, Containment]:
             site = by_id[site_id]
             applied = [item for item in sent if item.site_id == site_id]

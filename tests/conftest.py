@@ -7,9 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.tls import Certificate, self_signed
+
 # A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's load
 # it needs more than Prefect's 20 s.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+@pytest.fixture(scope="session")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
+    """A self-signed certificate for 127.0.0.1, used as its own CA by a client told to trust it."""
+    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="session")

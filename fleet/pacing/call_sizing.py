@@ -325,17 +325,20 @@ async def send_sized(
     def next_call() -> tuple[object, list[Work]] | None:
         """The next call to send, or None when every site left waits on a server (or a slot) in use."""
         queues[:] = [(key, queue) for key, queue in queues if queue]
+        if slots is not None and not slots.room():  # without scanning a queue of thousands for nothing
+            return None
         for key, queue in queues:
-            if slots is not None:
-                ready = next((index for index, part in enumerate(queue) if slots.free(slots.server(part.site_id))),
-                             None)
-                if ready is None:
-                    continue
-                if ready:
-                    part = queue[ready]
-                    del queue[ready]
-                    queue.appendleft(part)
-            return key, sizer.take(operation, queue)
+            if slots is None:
+                return key, sizer.take(operation, queue)
+            ready = next((index for index, part in enumerate(queue) if slots.free(slots.server(part.site_id))), None)
+            if ready is None:
+                continue
+            # the call starts at the first free server's sites and goes on with the sites after them; the sites
+            # of busy servers before it keep their place at the head of the queue
+            busy = [queue.popleft() for _ in range(ready)]
+            work = sizer.take(operation, queue)
+            queue.extendleft(reversed(busy))
+            return key, work
         return None
 
     async def sender() -> None:

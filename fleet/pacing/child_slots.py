@@ -58,10 +58,14 @@ class ChildSlots:
         """Seconds (on the answers' clock) MainWP keeps between two calls to one server."""
         return self.limits.minimum_ip_delay_ms / 1000 * self.time_scale
 
+    def room(self) -> bool:
+        """Whether one more call to child sites can open now, on some server."""
+        return not self.limits.maximum_requests or self.open < self.limits.maximum_requests
+
     def free(self, server: str) -> bool:
         """Whether a call to `server` can open now without waiting inside the dashboard."""
-        cap, per_server = self.limits.maximum_requests, self.limits.maximum_ip_requests
-        return (not cap or self.open < cap) and (not per_server or self.per_server[server] < per_server)
+        per_server = self.limits.maximum_ip_requests
+        return self.room() and (not per_server or self.per_server[server] < per_server)
 
     def hold(self, servers: set[str]) -> None:
         self.open += 1

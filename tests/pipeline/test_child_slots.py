@@ -87,3 +87,16 @@ def test_a_servers_sites_share_a_lane_and_an_unknown_ip_is_a_server_of_its_own()
     plan = plan_of([site(i, ip=SERVERS[i]) for i in ids], [upd(i, P, f"p{i}") for i in ids])
     lanes = split_into_lanes(plan, PlanCohort(name="all", site_ids=list(ids)), lane_size=3)
     assert [[site.id for site in lane.sites] for lane in lanes] == [[1, 2, 10], [4, 6]]
+
+
+async def test_a_call_that_starts_past_a_busy_server_goes_on_with_the_sites_after_it():
+    sizer, dashboard = night(ConnectionLimits())
+    busy = {"a"}
+    sizer.slots.hold(busy)  # another step's call is open on server a
+    calls = asyncio.create_task(
+        send_sized(sizer, Operation.sync, {None: [Work(site) for site in SERVERS]}, dashboard.send, limit=1))
+    await asyncio.sleep(0.005)
+    sizer.slots.release(busy)
+    await calls
+    assert dashboard.calls[0] == [4, 5, 6, 7, 8, 9, 11, 12], "every free server's sites after a's, not 4 alone"
+    assert sorted(site for call in dashboard.calls for site in call) == sorted(SERVERS)

@@ -88,16 +88,29 @@ async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypat
     monkeypatch.delenv("FLEET_CALL_BUDGET_SECONDS")  # the default budget (20 s), on the emulator's clock
     monkeypatch.setenv("FLEET_TIME_SCALE", str(emulator.server.credentials["time_scale"]))
     caplog.set_level(logging.INFO)
+    sent: list[tuple[float, tuple[int, ...]]] = []  # when each sync or update call of several sites went out
+    for name in ("sync_sites", "run_updates"):
+        async def recorded(self, site_ids, *args, _original=getattr(DashboardClient, name), **kwargs):
+            sent.append((time.time(), tuple(site_ids)))
+            return await _original(self, site_ids, *args, **kwargs)
+
+        monkeypatch.setattr(DashboardClient, name, recorded)
     summary, plan = read_run(await update_fleet(selection=Selection()))
     assert_every_item_accounted(summary, plan)
     assert emulator.truth()["capacity"]["gateway_timeouts"] >= 1
-    lines = [record.getMessage() for record in caplog.records]
-    learned = [n for n, line in enumerate(lines) if "gateway gave up after" in line]
+    learned = [record.created for record in caplog.records if "gateway gave up after" in record.getMessage()]
     assert len(learned) == 1, "learned once, from the first 504"
-    after = [line for line in lines[learned[0] + 1:] if "HTTP 504" in line and "site(s) [" in line]
-    several = [line for line in after if re.search(r"site\(s\) \[\d+, ", line)]
-    # later, only a site alone meets it: one of the slow tail, whose one item needs 30 s (no budget cuts that)
-    assert not several, several
+    lost = [(record.created, tuple(int(site) for site in found.group(1).split(", ")))
+            for record in caplog.records if "HTTP 504" in record.getMessage()
+            and (found := re.search(r"site\(s\) \[(\d+(?:, \d+)+)\]", record.getMessage()))]
+    # calls sent before the first 504 came back were sized for the gateway assumed; every call of several sites
+    # sized after it fits the one learned (only a site alone of the slow tail, whose item needs 30 s, may not)
+    sent_after = [sites for at, sites in lost
+                  if max((when for when, call in sent if call == sites and when <= at), default=0) > learned[0]]
+    assert not sent_after, sent_after
+    # and they are sized to a third of it: 6.7 modelled seconds hold 3 syncs (2 s) or 2 updated items (3 s)
+    assert max(len(sites) for when, sites in sent if when <= learned[0]) > 3
+    assert max(len(sites) for when, sites in sent if when > learned[0]) <= 3
 
 
 async def test_a_short_gateway_gives_every_item_its_outcome_and_nothing_is_sent_twice(dashboard, monkeypatch):

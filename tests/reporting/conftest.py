@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import shutil
 import socket
-import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
@@ -19,6 +17,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from reporting.run_report import RenderedReport, RenderedRun, render_reports
 from tests.reporting.builder import write_nights
+from tests.tls import Certificate
 
 SMTP_USER, SMTP_PASSWORD = "reports@agency.example", "s3cr3t-Pa55-do-not-leak"
 
@@ -120,53 +119,6 @@ def _serve(mailbox: Mailbox, **kwargs: object) -> Iterator[SmtpServer]:
 def smtp_server() -> Iterator[SmtpServer]:
     """A plain SMTP server (AUTH allowed without TLS, as on a local relay)."""
     yield from _serve(Mailbox())
-
-
-@dataclass
-class Certificate:
-    cert: Path
-    key: Path
-
-    def server_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert, self.key)
-        return context
-
-
-@pytest.fixture(scope="session")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
-    """A self-signed certificate for 127.0.0.1, used as its own CA by the client."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    directory = tmp_path_factory.mktemp("tls")
-    paths = Certificate(directory / "cert.pem", directory / "key.pem")
-    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return paths
 
 
 @pytest.fixture

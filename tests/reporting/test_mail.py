@@ -24,7 +24,8 @@ from reporting.run_report import (
     delivery_problems,
 )
 from reporting.settings import MailSettings, SmtpSecurity
-from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, Certificate, SmtpServer, body
+from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, SmtpServer, body
+from tests.tls import Certificate
 
 OPERATORS = ["ops@agency.example", "oncall@agency.example"]
 CLIENT_ADDRESSES = {

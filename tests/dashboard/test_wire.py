@@ -1,0 +1,151 @@
+"""Both engines under the client (aiohttp's, the default, and httpx's own) tell "never sent" from "sent, the
+answer lost" the same way, against servers over a real socket that fail the way networks do."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dashboard import DashboardClient
+from dashboard.errors import DashboardError, OutcomeUnknown, TransportError
+from tests.tls import Certificate
+
+ENGINES = ("aiohttp", "httpx")
+KEY = "a" * 40 + "==" + "b" * 40
+ANSWER = b'{"count": 3}'
+
+
+class Misbehaving(socketserver.ThreadingTCPServer):
+    """Reads each request whole, counts it, then answers as `behaviour` says."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, behaviour: str, certificate: Certificate | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.behaviour = behaviour
+        self.requests = 0
+        self.tls = certificate.server_context() if certificate else None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.tls is not None:
+            connection.settimeout(5)
+            try:
+                connection = self.tls.wrap_socket(connection, server_side=True)
+            except OSError:  # the client refused our certificate: nothing was sent
+                connection.close()
+                raise
+        return connection, address
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.server_address[1]}/wp-json"
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: Misbehaving
+
+    def handle(self) -> None:
+        while self._read_request():
+            self.server.requests += 1
+            behaviour = self.server.behaviour
+            if behaviour == "ok":
+                self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                     + str(len(ANSWER)).encode() + b"\r\n\r\n" + ANSWER)
+                continue
+            if behaviour == "reset":  # RST instead of FIN
+                self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif behaviour == "half_body":
+                self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+                                     b"\r\n{\"count\":")
+            elif behaviour == "not_http":
+                self.request.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+            elif behaviour == "silent":
+                time.sleep(1.0)
+            return
+
+    def _read_request(self) -> bool:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = self.request.recv(65536)
+            if not chunk:
+                return False
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(body) < length:
+            body += self.request.recv(65536)
+        return True
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[Misbehaving] = []
+
+    def start(behaviour: str, certificate: Certificate | None = None) -> Misbehaving:
+        server = Misbehaving(behaviour, certificate)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def client(url: str, engine: str, **settings: Any) -> DashboardClient:
+    credentials = {"base_url": url, "namespace": "svc", "api_keys": {"read_write": KEY}}
+    return DashboardClient.from_credentials(
+        credentials, http_engine=engine, read_timeout=0.3, max_attempts=2, retry_initial=0.005, retry_cap=0.01,
+        **settings,
+    )
+
+
+async def outcome(url: str, engine: str, call: str, **settings: Any) -> tuple[type[DashboardError], str]:
+    async with client(url, engine, **settings) as dashboard:
+        with pytest.raises(DashboardError) as caught:
+            await (dashboard.add_tag("lost?") if call == "write" else dashboard.count_sites())
+    assert KEY not in str(caught.value)
+    return type(caught.value), caught.value.code
+
+
+@pytest.mark.parametrize("behaviour", ["close", "reset", "half_body", "not_http", "silent"])
+async def test_an_answer_lost_after_sending_is_told_apart_the_same_over_both_engines(
+    serve: Any, behaviour: str
+) -> None:
+    seen = {}
+    for engine in ENGINES:
+        write, read = serve(behaviour), serve(behaviour)
+        seen[engine] = (await outcome(write.url, engine, "write"), write.requests,
+                        await outcome(read.url, engine, "read"), read.requests)
+    # a write whose answer was lost is sent once and is "unknown"; a read is tried again, then fails plainly
+    assert seen["aiohttp"] == seen["httpx"] == ((OutcomeUnknown, "no_answer"), 1, (TransportError, "no_answer"), 2)
+
+
+async def test_a_request_never_sent_is_safe_to_send_again_over_both_engines() -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/wp-json"
+    for engine in ENGINES:
+        assert await outcome(url, engine, "write") == (TransportError, "connect")
+
+
+async def test_tls_is_verified_over_both_engines(serve: Any, certificate: Certificate) -> None:
+    for engine in ENGINES:
+        server = serve("ok", certificate)
+        assert await outcome(server.url, engine, "write") == (TransportError, "connect")
+        assert server.requests == 0  # refused before a byte of the request went out
+        async with client(server.url, engine, verify_tls=False) as dashboard:  # only when told not to
+            assert await dashboard.count_sites() == 3
+        assert server.requests == 1
