@@ -88,8 +88,8 @@ def dashboard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
             "FLEET_STALL_AFTER_SECONDS": "5",
             "FLEET_RETRY_INITIAL": "0.01",
             "FLEET_RETRY_CAP": "0.05",
-            # the budget is in real seconds: 20 s of the modelled dashboard, on its scaled clock
-            "FLEET_CALL_BUDGET_SECONDS": str(20 * config["time_scale"]),
+            # the night's time settings on the emulator's clock, from its credentials: the one knob
+            "FLEET_TIME_SCALE": str(credentials["time_scale"]),
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

@@ -85,8 +85,6 @@ async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypat
     """Shared hosting's 30 s, or less: the budget (20 s, a third of nginx's 60 s) is too long for it, and the night
     learns so from the first 504 instead of meeting the gateway call after call."""
     emulator = dashboard(sites=80, seed=12, time_scale=0.01, gateway_timeout=20)
-    monkeypatch.delenv("FLEET_CALL_BUDGET_SECONDS")  # the default budget (20 s), on the emulator's clock
-    monkeypatch.setenv("FLEET_TIME_SCALE", str(emulator.server.credentials["time_scale"]))
     caplog.set_level(logging.INFO)
     sent: list[tuple[float, tuple[int, ...]]] = []  # when each sync or update call of several sites went out
     for name in ("sync_sites", "run_updates"):
@@ -308,11 +306,10 @@ def test_one_time_knob_scales_every_setting_in_the_dashboards_seconds(monkeypatc
     assert PipelineSettings.model_validate(settings.model_dump()).call_budget == pytest.approx(0.08)  # once only
 
 
-async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashboard, monkeypatch):
-    """No time setting by hand: the emulator's credentials give the scale, and the defaults do the rest."""
+async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashboard):
+    """No time setting by hand (the fixture sets only FLEET_TIME_SCALE, from the emulator's credentials): the
+    defaults do the rest."""
     emulator = dashboard(sites=120, seed=6, time_scale=0.004)
-    monkeypatch.delenv("FLEET_CALL_BUDGET_SECONDS")
-    monkeypatch.setenv("FLEET_TIME_SCALE", str(emulator.server.credentials["time_scale"]))
     summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
     capacity = emulator.truth()["capacity"]
     assert capacity["gateway_timeouts"] == 0

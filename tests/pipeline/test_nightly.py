@@ -130,14 +130,14 @@ def lower_threshold(emulator, monkeypatch, sites: int) -> None:
 async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch):
     emulator = dashboard(sites=80, seed=7, time_scale=0.05)
     lower_threshold(emulator, monkeypatch, 10)
-    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "0.3")  # the first run gives up while its job runs
+    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "6")  # modelled: the first run gives up while its job runs
     first, _ = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
     assert [job.status for job in first.jobs] == ["deadline"]
     waiting = [item for item in first.items if item.outcome is Outcome.unknown]
     assert waiting and all("batch job" in item.reason for item in waiting)
     jobs_before = emulator.truth()["jobs"]
 
-    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "60")
+    monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "1200")
     second, second_plan = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
     assert emulator.truth()["jobs"] == jobs_before, "no second update job was queued"
     assert [job.id for job in second.jobs] == [job.id for job in first.jobs]
@@ -170,19 +170,23 @@ async def test_failing_canary_cohort_stops_the_rollout(dashboard, tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("faults", "stall_after", "ending", "words"),
+    ("faults", "stall_after", "night_clock", "ending", "words"),
     [
-        ({"stuck_job_rate": 1.0}, "1", "never_started", "WP-Cron"),
-        ({"slow_job_rate": 1.0}, "30", "failed", "timed out"),
+        ({"stuck_job_rate": 1.0}, "1", None, "never_started", "WP-Cron"),
+        # on one clock the sensor's deadline (3.5 h) always comes before the dashboard's 4 h job timeout: to see
+        # the dashboard's own verdict, the night waits in real seconds while the emulator's hours pass
+        ({"slow_job_rate": 1.0}, "30", "1", "failed", "timed out"),
     ],
 )
-async def test_stuck_and_timed_out_jobs_end_with_clear_reasons(dashboard, tmp_path: Path, monkeypatch,
-                                                              faults, stall_after, ending, words):
+async def test_stuck_and_timed_out_jobs_end_with_clear_reasons(dashboard, tmp_path: Path, monkeypatch, faults,
+                                                              stall_after, night_clock, ending, words):
     profile = tmp_path / "faults.yaml"
     profile.write_text("".join(f"{name}: {value}\n" for name, value in faults.items()))
     emulator = dashboard(sites=80, seed=17, time_scale=0.0002, faults=str(profile))
     lower_threshold(emulator, monkeypatch, 10)
     monkeypatch.setenv("FLEET_STALL_AFTER_SECONDS", stall_after)
+    if night_clock:
+        monkeypatch.setenv("FLEET_TIME_SCALE", night_clock)
     summary, plan = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
     assert summary.jobs and {job.status for job in summary.jobs} == {ending}
     assert all(words in (job.reason or "") for job in summary.jobs)
