@@ -9,7 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from fleet.model.summary import Containment, HealthCheck, Item, Outcome, SiteAlarm, Suspect
 
-SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.failed, Outcome.unchanged)  # in that order
+# applied, or perhaps applied (no answer); an item that failed or did not move was never applied: not a suspect
+SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown)  # in that order
 
 
 class SitesBrokenByRun(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
@@ -47,8 +48,9 @@ def judge_sites(
 
     `sites` are (id, url, name, client). Broken: the probe before the updates passed, and a probe after an update
     step failed (`containments`: what was done about it; a site contained since answers again) or the check after
-    fails, and the night sent updates to the site. A contained site's one suspect is its culprit. Already down:
-    the probe before the updates failed.
+    fails, and the night sent updates to the site. Suspects are the site's items applied or perhaps applied
+    (`updated`, `unknown`); a site broken after a step has that step's items as suspects, and a contained site its
+    one culprit. Already down: the probe before the updates failed.
     """
     containments = containments or {}
     attempted: dict[int, list[Item]] = {}
@@ -71,6 +73,8 @@ def judge_sites(
             if contained is not None and contained.culprit is not None:
                 culprit = contained.culprit
                 suspects = [item for item in suspects if (item.type, item.slug) == (culprit.type, culprit.slug)]
+            elif contained is not None:  # the steps before it passed their probe: only its own items are suspects
+                suspects = [item for item in suspects if item.type is contained.step]
             for item in suspects:
                 item.suspect = True
             saw = check.problem if not check.healthy else ""

@@ -130,3 +130,24 @@ def test_the_failed_runs_message_says_a_site_was_contained() -> None:
     down = SiteAlarm(site_id=2, site_url="https://b.example", site_name="Blog", saw="HTTP 500", suspects=[culprit])
     assert broken_message([contained, down], "run-1") == (
         "run run-1 broke 2 site(s): Shop (SEO: broken, then contained: SEO deactivated); Blog (SEO)")
+
+
+def test_suspects_are_the_items_applied_by_the_step_that_broke_the_site() -> None:
+    from fleet.model.summary import Containment, ContainmentStatus, HealthCheck, Item, Outcome
+    from fleet.rules.breakage import judge_sites
+
+    def row(type_: UpdateType, slug: str, outcome: Outcome) -> Item:
+        return Item(site_id=1, site_url="https://shop.example/", site_name="Shop", type=type_, slug=slug, name=slug,
+                    from_version="1.0", to_version="2.0", outcome=outcome)
+
+    items = [row(UpdateType.translation, "de_DE", Outcome.updated), row(UpdateType.plugin, "forms", Outcome.updated),
+             row(UpdateType.plugin, "seo", Outcome.unknown), row(UpdateType.plugin, "cache", Outcome.failed),
+             row(UpdateType.plugin, "blocks", Outcome.unchanged)]
+    sites = [(1, "https://shop.example/", "Shop", None)]
+    checks = {1: HealthCheck(before_ok=True, probe_ok=False, probe_error="HTTP 500", online=True)}
+    after_the_night, _ = judge_sites(items, sites, checks, None)
+    contained = {1: Containment(step=UpdateType.plugin, status=ContainmentStatus.not_contained)}
+    after_a_step, _ = judge_sites(items, sites, checks, None, contained)
+    # failed and unchanged items were never applied; the translations passed their own probe before the plugins
+    assert [s.slug for s in after_the_night[0].suspects] == ["de_DE", "forms", "seo"]
+    assert [s.slug for s in after_a_step[0].suspects] == ["forms", "seo"]
