@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,31 +31,16 @@ from typing import Any
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # bench/emulator.py would shadow the `emulator` package
 
 from bench.nightly import (  # noqa: E402 - the harness of the nightly benchmark, run as a script too
-    FLEET,
     ROOT,
-    WORKERS,
     RequestCounter,
+    measure,
     modelled_work,
     pipeline_env,
     start_prefect_server,
-    stop_emulator,
     truth,
 )
 
 VARIANTS = ("no-probes", "report", "deactivate")
-
-
-def start_emulator(sites: int, time_scale: float, credentials: Path) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [FLEET, "emulator", "serve", "--port", "0", "--sites", str(sites), "--seed", "1", "--faults", "realistic",
-         "--time-scale", str(time_scale), "--workers", str(WORKERS), "--credentials-out", str(credentials)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    line = process.stdout.readline() if process.stdout else ""
-    if not line.startswith("http://"):
-        process.kill()
-        raise RuntimeError(f"the emulator did not start with {sites} sites")
-    return process
 
 
 def run_night(credentials: dict[str, Any], sites: int, time_scale: float, variant: str) -> dict[str, Any]:
@@ -105,27 +89,6 @@ def child(variant: str, credentials_file: Path, sites: int, time_scale: float) -
     print("RESULT " + json.dumps(run_night(credentials, sites, time_scale, variant)), flush=True)
 
 
-def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, str]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as scratch:
-        credentials = Path(scratch) / "credentials.json"
-        emulator = start_emulator(sites, time_scale, credentials)
-        try:
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", variant, "--credentials", str(credentials),
-                 "--sites", str(sites), "--time-scale", str(time_scale)],
-                capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **prefect_env},
-            )
-        finally:
-            stop_emulator(emulator)
-    log = ROOT / "bench" / "results" / f"containment-{variant}-{sites}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(out.stderr)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        raise RuntimeError(f"{variant} over {sites} sites failed:\n{out.stderr[-3000:]}")
-    return json.loads(lines[-1].removeprefix("RESULT "))
-
-
 def table(results: list[dict[str, Any]]) -> str:
     """One row per variant, then the extras against the variant before it, as a share of the full night."""
     header = (f"{'variant':<11} {'sites':>6} {'wall s':>8} {'requests':>8} {'(de)activations':>15} "
@@ -163,7 +126,8 @@ def main() -> None:
         server, prefect_env = start_prefect_server(Path(home))
         try:
             for variant in args.variants:
-                results.append(measure(variant, args.sites, args.time_scale, prefect_env))
+                results.append(measure(variant, args.sites, args.time_scale, prefect_env, script=__file__,
+                                       faults="realistic"))
                 print(table(results[-1:]).splitlines()[2], flush=True)
         finally:
             server.terminate()

@@ -61,9 +61,9 @@ VARIANT_SETTINGS: dict[str, dict[str, str]] = {
 }
 
 
-def start_emulator(sites: int, time_scale: float, credentials: Path) -> subprocess.Popen[str]:
+def start_emulator(sites: int, time_scale: float, credentials: Path, faults: str = "none") -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [FLEET, "emulator", "serve", "--port", "0", "--sites", str(sites), "--seed", "1",
+        [FLEET, "emulator", "serve", "--port", "0", "--sites", str(sites), "--seed", "1", "--faults", faults,
          "--time-scale", str(time_scale), "--workers", str(WORKERS), "--credentials-out", str(credentials)],
         stdout=subprocess.PIPE, text=True,
     )
@@ -281,19 +281,22 @@ def child(variant: str, credentials_file: Path, sites: int, time_scale: float) -
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, str]) -> dict[str, Any]:
+def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, str], *, script: str = __file__,
+            faults: str = "none") -> dict[str, Any]:
+    """One variant in a process of its own (`script --child`) against a fresh emulator; its log beside the
+    results as `<script>-<variant>-<sites>.log`."""
     with tempfile.TemporaryDirectory() as scratch:
         credentials = Path(scratch) / "credentials.json"
-        emulator = start_emulator(sites, time_scale, credentials)
+        emulator = start_emulator(sites, time_scale, credentials, faults)
         try:
             out = subprocess.run(
-                [sys.executable, __file__, "--child", variant, "--credentials", str(credentials),
+                [sys.executable, script, "--child", variant, "--credentials", str(credentials),
                  "--sites", str(sites), "--time-scale", str(time_scale)],
                 capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **prefect_env},
             )
         finally:
             stop_emulator(emulator)
-    log = ROOT / "bench" / "results" / f"nightly-{variant}-{sites}.log"
+    log = ROOT / "bench" / "results" / f"{Path(script).stem}-{variant}-{sites}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(out.stderr)  # the flow's own log: when each task run finished
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]

@@ -47,6 +47,7 @@ class DemoResult:
     run_dir: Path
     summary: Summary
     files: list[Path] = field(default_factory=list)
+    gateway_timeouts: int = 0  # the emulated gateway's 504s to this night's own calls (the ground truth)
 
 
 def run_demo(
@@ -72,11 +73,13 @@ def run_demo(
     with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **scaled,
                                                         **mail}):
         for _ in range(nights):
+            timeouts_before = server.emulator.capacity.gateway_timeouts
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
             except SitesBrokenByRun as broken:  # the realistic faults break sites: the reports lead with them
                 summary_path = Path(broken.summary_path)
             run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())
-            results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files))
+            results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files,
+                                      gateway_timeouts=server.emulator.capacity.gateway_timeouts - timeouts_before))
     return results

@@ -54,7 +54,8 @@ def demo(
     for result in results:
         counts = ", ".join(f"{outcome.value} {n}" for outcome, n in sorted(result.summary.counts.by_outcome.items()))
         console.print(
-            f"\n[bold]Nightly run {result.summary.run_id}[/bold]: {len(result.summary.items)} items ({counts})"
+            f"\n[bold]Nightly run {result.summary.run_id}[/bold]: {len(result.summary.items)} items ({counts}); "
+            f"the dashboard's gateway timed out {result.gateway_timeouts} of its calls"
         )
         console.print(f"Run directory: {result.run_dir}", soft_wrap=True)
         for path in result.files:

@@ -28,6 +28,7 @@ def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
     operator = message_from_bytes((result.run_dir / "operator.eml").read_bytes())
     assert operator["To"] == "operator@example.com"
     assert {part.get_content_type() for part in operator.walk()} >= {"text/plain", "text/html"}
+    assert [night.gateway_timeouts for night in (first, second)] == [0, 0]  # on the emulator's clock alone
     probed = [site.check for site in summary.sites if site.updated]
     assert probed and all(check is not None and check.probe_ok is not None for check in probed)
 
