@@ -146,8 +146,8 @@ class Site:
     def items(self, item_type: ItemType) -> dict[str, Item]:
         return {"plugin": self.plugins, "theme": self.themes, "translation": self.translations}[item_type]
 
-    def _live(self, culprit: str) -> bool:
-        """A culprit's fatal runs only while its code loads: not an inactive plugin's, nor a theme's but the active
+    def live(self, culprit: str) -> bool:
+        """A culprit runs only while its code loads: not an inactive plugin's, nor a theme's but the active
         one's (core, and a break set directly, always)."""
         if not culprit:
             return False
@@ -158,12 +158,12 @@ class Site:
     @property
     def front_end_broken(self) -> bool:
         """Every page is WordPress's critical-error page (a fatal in a template, or at load)."""
-        return self._live(self.broken_by) or self.dead_at_load
+        return self.live(self.broken_by) or self.dead_at_load
 
     @property
     def dead_at_load(self) -> bool:
         """A fatal while WordPress loads: before the MainWP Child can answer, so the dashboard reaches nothing."""
-        return self._live(self.fatal_by)
+        return self.live(self.fatal_by)
 
     def core_item(self) -> Item:
         """WordPress core seen as an item, so update code treats it as a plugin; `set_core_item` writes it back."""

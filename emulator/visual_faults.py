@@ -35,13 +35,14 @@ def offered_version(site: Site, item_type: ItemType, slug: str) -> str | None:
 
 def visual_break(site: Site) -> tuple[VisualMode, str] | None:
     """(mode, culprit) of the break a visitor sees now, or None: a direct break first, then the first marked
-    release that is installed."""
+    release that is installed and runs (an active plugin, the active theme, core)."""
     direct = site.visual_faults.get(DIRECT)
     if direct:
         return direct[0], DIRECT  # type: ignore[return-value]
     for key, (mode, bad_version) in sorted(site.visual_faults.items()):
         item_type, _, slug = key.partition(":")
-        if installed_version(site, item_type, slug) == bad_version:  # type: ignore[arg-type]
+        # a deactivated plugin's stylesheet and markup are gone with it, as is an inactive theme's
+        if installed_version(site, item_type, slug) == bad_version and site.live(key):  # type: ignore[arg-type]
             return mode, key  # type: ignore[return-value]
     return None
 

@@ -10,6 +10,7 @@ The rules between the steps are the engine's (`fleet.engine.night`); here is onl
 from __future__ import annotations
 
 import asyncio
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
@@ -32,6 +33,7 @@ from fleet.engine.night import (
     sites_to_sync,
     worked_on,
 )
+from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ApprovalRecord, Selection
 from fleet.pacing.fan_out import fan_out
@@ -65,6 +67,7 @@ from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
 from tasks.sync import read_child_slots_task, sync_sites_task
+from tasks.visual import take_baselines_task
 
 
 def run_identity(started: datetime) -> str:
@@ -127,11 +130,16 @@ async def run_lane(
     result = CohortResult()
     calls: list[CallResult] = []
     held: dict[ItemKey, str] = {}
+    gated: set[ItemKey] = set()  # the approval gate accounts for these
     before = (await probe_before_updates_task.with_options(task_run_name=f"probe-before-{lane.label}")(
         quote(lane.sites), settings) if run_checks else {})
+    if before and night.visual is not None:
+        await take_baselines_task.with_options(task_run_name=f"visual-baselines-{lane.label}")(
+            quote(night.visual), quote(lane.sites), quote(lane.items), quote(before), settings)
     for type_ in APPLY_ORDER:
         step = night.breaks.withhold(lane.items_of(type_), lane.untouchable.get(type_, {}))
         held |= step.held
+        gated |= step.gated
         if not step.sent:
             continue
         type_calls = await execute_updates_task.with_options(task_run_name=f"execute-{type_}-{lane.label}")(
@@ -142,7 +150,7 @@ async def run_lane(
         if before:  # a site the step broke is contained (its culprit found) and gets nothing more tonight
             await probe_and_contain_task.with_options(task_run_name=f"probe-after-{type_}-{lane.label}")(
                 client, quote(before), quote(lane.sites), type_, quote(step.sent), quote(night.breaks), night.policy,
-                night.run_id, settings)
+                night.run_id, settings, watch=quote(night.visual))
     touched = worked_on(calls)
     resync = [site for site in lane.sites if site.id in touched]
     if run_checks:
@@ -157,7 +165,8 @@ async def run_lane(
     result.resynced = len(resync)
     after = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
         client, quote(lane.site_ids), settings.concurrency)
-    sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in held]
+    not_sent = held.keys() | gated
+    sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in not_sent]
     result.items = await reconcile_task.with_options(task_run_name=f"reconcile-{lane.label}")(
         quote(sent), quote(lane.sites), quote(calls), quote(result.jobs), quote(failures), quote(after))
     result.items += held_items(lane.items, lane.sites, held)
@@ -231,10 +240,11 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
     night = Night(run_identity(started), settings.call_sizer(), policy=policy)
     run_dir = settings.report_dir / night.run_id
+    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings)
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()
     artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
-    async with await open_dashboard(dashboard, settings) as client:
+    async with await open_dashboard(dashboard, settings) as client, night.visual or nullcontext():
         sites, clients = await select_fleet(client, request.selection)
         check_recipients(policy, [known.name for known in clients])
         window_days = WindowDays.of(policy, request.dry_run, settings, client.settings.base_url)

@@ -302,7 +302,8 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
                if (s.type, s.slug, s.to_version) in held],
               clean(alarm.containment.headline, 200) if alarm.containment and alarm.containment.headline != "broken"
               else "",
-              clean(alarm.containment.next_steps, 400) if alarm.containment else "")
+              clean(alarm.containment.next_steps, 400) if alarm.containment else "",
+              alarm.site_id)
         for alarm in found
         if client is None or alarm.client == client
     ]

@@ -68,7 +68,7 @@ def build_message(
     html: str,
     images: dict[str, bytes],
 ) -> EmailMessage:
-    """multipart/alternative (text, then multipart/related HTML with the images by Content-ID)."""
+    """multipart/alternative (text, then multipart/related HTML with the images, PNG or JPEG, by Content-ID)."""
     message = EmailMessage()
     message["Subject"] = " ".join(subject.split())
     message["From"] = sender
@@ -79,8 +79,10 @@ def build_message(
     message.set_content(text)
     message.add_alternative(html, subtype="html")
     html_part = message.get_payload()[1]
-    for cid, png in images.items():
-        html_part.add_related(png, maintype="image", subtype="png", cid=f"<{cid}>", filename=f"{cid}.png")
+    for cid, image in images.items():
+        subtype = "jpeg" if image.startswith(b"\xff\xd8") else "png"  # the screenshots' pictures, the charts
+        html_part.add_related(image, maintype="image", subtype=subtype, cid=f"<{cid}>",
+                              filename=f"{cid}.{'jpg' if subtype == 'jpeg' else 'png'}")
     return message
 
 

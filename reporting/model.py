@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from urllib.parse import quote
 
-from fleet.model.summary import Outcome, UpdateType
+from fleet.model.summary import Band, Outcome, UpdateType
 
 # Attention first: what went wrong, then what was decided not to do.
 NOT_DONE_ORDER = (
@@ -323,6 +324,8 @@ class Alarm:
     held: list[str] = field(default_factory=list)  # "name version" of the suspects the nights' store now holds
     state: str = ""  # "broken, then contained: X deactivated", "down, unreachable by the dashboard", or ""
     next_steps: str = ""  # what the operator does now, when the night knows better than "roll back the suspects"
+    site_id: int | None = None  # to find the site's look (its screenshots) beside the alarm
+    look: LookView | None = None  # the operator's: the site's broken look, pictured beside the alarm
 
     @property
     def client_note(self) -> str:
@@ -379,6 +382,145 @@ class Chart:
 
 
 @dataclass
+class Picture:
+    """One screenshot as a report shows it: a small JPEG drawn from the full-size PNG of the run directory.
+
+    The HTML file carries it inline (a data URI, like the charts); the e-mail as a part named by `cid`."""
+
+    cid: str  # the Content-ID, and the file `<file stem>-<cid>.jpg` under RUN_DIR/report/
+    label: str  # "before", "after", "changes"
+    path: str  # the full-size image, relative to the run directory (cleaned; "" when the summary names none)
+    jpeg: bytes = b""  # empty: not drawn, `problem` says why
+    problem: str = ""  # "image missing", "image unreadable", ...
+
+    @property
+    def href(self) -> str:
+        """The full-size image from the report's folder (RUN_DIR/report/), for the HTML file on disk."""
+        return "../" + quote(self.path) if self.path else ""
+
+
+VIEWPORT_WORDS = {"desktop": "on a computer", "mobile": "on a phone"}
+
+
+@dataclass
+class PageView:
+    """One page at one viewport, as a report names it and pictures it."""
+
+    page: str
+    viewport: str
+    url: str
+    band: Band | None
+    score: float | None
+    paths: dict[str, str]  # label -> full-size image path (before, after, changes), relative to the run directory
+    notes: list[str] = field(default_factory=list)  # new failed requests and console errors
+    error: str = ""
+    pictured: bool = False  # within the mail's cap: its pictures are drawn
+    pictures: list[Picture] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} ({self.viewport})"
+
+    @property
+    def client_where(self) -> str:
+        """`the home page on a computer`: a client's words for the page."""
+        name = "the home page" if self.page == "home" else f"the page {self.page}"
+        return f"{name} {VIEWPORT_WORDS.get(self.viewport, self.viewport)}"
+
+    @property
+    def changed(self) -> str:
+        """`38.2% changed`, or why it could not be judged."""
+        if self.score is None:
+            return self.error or "not judged"
+        return f"{self.score:.1%} changed"
+
+    @property
+    def band_word(self) -> str:
+        return self.band.value if self.band is not None else "not judged"
+
+    def problem(self, label: str) -> str:
+        """Why a pictured image could not be shown ("image missing"), or nothing."""
+        return next((picture.problem for picture in self.pictures if picture.label == label), "")
+
+
+@dataclass
+class LookView:
+    """One site's look: its band, the words for it, and the pages a report shows (worst first)."""
+
+    site_id: int
+    site_name: str
+    site_url: str
+    band: Band | None
+    headline: str
+    pages: list[PageView]
+    alarmed: bool = False  # shown beside its alarm (the operator's broken sites)
+
+    @property
+    def client_caption(self) -> str:
+        """What a client reads under the pair: what a visitor sees, never scores or errors."""
+        if self.band is Band.broken:
+            return "Looked broken after the updates: we have been alerted and are putting it right"
+        if self.band is Band.review:
+            return "Looks a little different after the updates: we are checking that it is as it should be"
+        if self.band is Band.healthy:
+            return "Looks as before"
+        return "Could not be compared this time"
+
+
+@dataclass
+class Looks:
+    """The night's screenshots as one report shows them.
+
+    The operator's: broken and review sites with the pages in that band; a client's: one before/after `pairs`
+    per site. Pictures are capped per e-mail (`left_out` counts the pages, or a client's sites, not pictured)."""
+
+    broken: list[LookView] = field(default_factory=list)
+    review: list[LookView] = field(default_factory=list)
+    unjudged: list[LookView] = field(default_factory=list)
+    pairs: list[LookView] = field(default_factory=list)
+    healthy: int = 0  # sites that looked as before
+    sites: int = 0  # sites with a look, in all
+    left_out: int = 0
+    more: int = 0  # sites left out of the lists (all are in summary.json)
+    totals: dict[Band | None, int] = field(default_factory=dict)  # sites per band, listed or not
+
+    def total(self, band: Band | None) -> int:
+        return self.totals.get(band, 0)
+
+    @property
+    def review_total(self) -> int:
+        return self.total(Band.review)
+
+    @property
+    def broken_total(self) -> int:
+        return self.total(Band.broken)
+
+    def site(self, site_id: int | None) -> LookView | None:
+        """The broken look shown beside this site's alarm."""
+        return next((look for look in self.broken if look.site_id == site_id), None)
+
+    @property
+    def unalarmed(self) -> list[LookView]:
+        """Broken looks without an alarm shown (more alarms than the report lists): shown after the alarm."""
+        return [look for look in self.broken if not look.alarmed]
+
+    @property
+    def sentence(self) -> str:
+        """The visual checks in one sentence: `12 sites looked as before; 1 looks broken; 2 look different`."""
+        if not self.sites:
+            return ""
+        parts = [f"{plural(self.healthy, 'site')} looked as before"] if self.healthy else []
+        broken, review, unjudged = self.total(Band.broken), self.total(Band.review), self.total(None)
+        if broken:
+            parts.append(f"{broken} look{'s' if broken == 1 else ''} broken")
+        if review:
+            parts.append(f"{review} look{'s' if review == 1 else ''} different, for review")
+        if unjudged:
+            parts.append(f"{unjudged} could not be compared")
+        return "Screenshots before and after the updates: " + "; ".join(parts) + "."
+
+
+@dataclass
 class ReportData:
     """Everything one report shows; `client` is None for the operator's whole-fleet report."""
 
@@ -407,6 +549,7 @@ class ReportData:
     deferred: list[DeferredGroup] = field(default_factory=list)
     left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
+    looks: Looks = field(default_factory=Looks)  # the night's screenshots (the policy's `visual:`)
 
     @property
     def kind(self) -> str:

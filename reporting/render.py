@@ -11,20 +11,21 @@ from pathlib import Path
 import css_inline
 import jinja2
 
-from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, ReportData, plural
+from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, Picture, ReportData, plural
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
 
 
-def data_uri(png: bytes) -> str:
-    """An image inline, so the files open in a browser and the artifact shows it; the e-mail swaps it for a
-    Content-ID (mail clients block data URIs)."""
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+def data_uri(image: bytes) -> str:
+    """An image inline (a PNG chart or a JPEG picture), so the files open in a browser and the artifact shows
+    it; the e-mail swaps it for a Content-ID (mail clients block data URIs)."""
+    kind = "jpeg" if image.startswith(b"\xff\xd8") else "png"
+    return f"data:image/{kind};base64," + base64.b64encode(image).decode("ascii")
 
 
-def image_src(chart: Chart) -> str:
-    return data_uri(chart.png)
+def image_src(image: Chart | Picture) -> str:
+    return data_uri(image.png if isinstance(image, Chart) else image.jpeg)
 
 
 def markdown_text(value: object) -> str:

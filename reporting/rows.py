@@ -8,7 +8,7 @@ that the reports use, and pydantic validates them by the same rules.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import islice
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fleet.model.summary import SUMMARY_FILE, HealthCheck, Outcome, Summary, UpdateType
+from fleet.model.summary import SUMMARY_FILE, HealthCheck, Outcome, SiteLook, Summary, UpdateType
 from reporting.json_stream import ObjectStream
 
 BATCH = 2000  # array elements validated at a time
@@ -105,12 +105,15 @@ def _batches(elements: Iterable[Any]) -> Iterator[list[Any]]:
         yield batch
 
 
-def _rows(key: str, elements: Iterable[Any], adapter: TypeAdapter[list[Any]]) -> list[Any]:
-    """Validated a batch at a time; a fault is named by its place in the whole array."""
+def _rows(key: str, elements: Iterable[Any], adapter: TypeAdapter[list[Any]],
+          lean: Callable[[Any], Any] | None = None) -> list[Any]:
+    """Validated a batch at a time (each row made `lean` as it comes); a fault is named by its place in the
+    whole array."""
     rows: list[Any] = []
     for batch in _batches(elements):
         try:
-            rows += adapter.validate_python(batch)
+            valid = adapter.validate_python(batch)
+            rows += map(lean, valid) if lean is not None else valid
         except ValidationError as error:
             fault = error.errors()[0]
             index, *field = fault["loc"]
@@ -120,8 +123,10 @@ def _rows(key: str, elements: Iterable[Any], adapter: TypeAdapter[list[Any]]) ->
     return rows
 
 
-def _read(path: Path, model: type[BaseModel], arrays: dict[str, type]) -> Any:
-    """Validate `model` from the file, the `arrays` members streamed into rows of the given types."""
+def _read(path: Path, model: type[BaseModel], arrays: dict[str, type],
+          lean: dict[str, Callable[[Any], Any]] | None = None) -> Any:
+    """Validate `model` from the file, the `arrays` members streamed into rows of the given types (each made
+    lean by `lean[key]` as it is read, when given)."""
     values: dict[str, Any] = {}
     adapters = {key: TypeAdapter(list[row]) for key, row in arrays.items()}
     try:
@@ -129,7 +134,7 @@ def _read(path: Path, model: type[BaseModel], arrays: dict[str, type]) -> Any:
             stream = ObjectStream(file, decoder=_sharing_decoder())
             for key in stream.members():
                 if key in adapters:
-                    values[key] = _rows(key, stream.elements(), adapters[key])
+                    values[key] = _rows(key, stream.elements(), adapters[key], (lean or {}).get(key))
                 elif key in model.model_fields:
                     values[key] = stream.value()
         return model.model_validate(values)
@@ -137,8 +142,10 @@ def _read(path: Path, model: type[BaseModel], arrays: dict[str, type]) -> Any:
         raise SummaryError(f"{path}: {error}") from None
 
 
-def read_summary(run_dir: Path) -> ReportSummary:
-    return _read(summary_path(run_dir), ReportSummary, {"items": ItemRow, "sites": SiteRow})
+def read_summary(run_dir: Path, lean_look: Callable[[SiteLook], SiteLook] | None = None) -> ReportSummary:
+    """The run being reported; `lean_look` keeps of each site's look only what the reports show."""
+    return _read(summary_path(run_dir), ReportSummary, {"items": ItemRow, "sites": SiteRow, "looks": SiteLook},
+                 {"looks": lean_look} if lean_look is not None else None)
 
 
 def read_past(path: Path) -> PastRun:

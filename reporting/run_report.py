@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.model.summary import SUMMARY_FILE, Delivery, SiteAlarm
+from fleet.model.summary import SUMMARY_FILE, Delivery, SiteAlarm, SiteLook
 from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
@@ -26,6 +26,7 @@ from reporting.aggregate import (
 )
 from reporting.history import RunHead, earlier_runs, read_earlier, read_head
 from reporting.json_stream import ObjectStream
+from reporting.looks import artifact_rows, client_looks, draw, lean, operator_looks
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
@@ -40,6 +41,7 @@ REPORT_DIR = "report"
 FORMATS = (".html", ".txt", ".md")
 DELIVERIES = TypeAdapter(list[Delivery])
 NO_ROWS = np.array([], dtype=np.intp)
+_FULL_SIZE_LINK = re.compile(r"<a\b[^>]*\bdata-full-size\b[^>]*>(.*?)</a>", re.S)
 _ADDRESS = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+$")
 
 
@@ -98,6 +100,7 @@ class RenderedReport:
     file_stem: str
     charts: tuple[str, ...]  # Content-IDs; each chart is the file `<file_stem>-<cid>.png`
     held: str | None = None  # why the automatic e-mail to this client waits for the operator's review
+    pictures: tuple[str, ...] = ()  # Content-IDs; each screenshot picture is the file `<file_stem>-<cid>.jpg`
 
     def file(self, report_dir: Path, suffix: str) -> Path:
         return report_dir / f"{self.file_stem}{suffix}"
@@ -112,6 +115,8 @@ class RenderedRun:
     dry_run: bool
     reports: list[RenderedReport]
     broken: list[SiteAlarm] = field(default_factory=list)
+    visual: list[dict[str, str]] = field(default_factory=list)  # the visual results, a row per page (the artifact)
+    visual_note: str = ""  # the visual checks in one sentence
 
     @property
     def operator(self) -> RenderedReport:
@@ -123,18 +128,26 @@ class RenderedRun:
     def chart_path(self, report: RenderedReport, cid: str) -> Path:
         return self.path(report, chart_suffix(cid))
 
+    def picture_path(self, report: RenderedReport, cid: str) -> Path:
+        return self.path(report, picture_suffix(cid))
+
     @property
     def files(self) -> list[Path]:
         return [
             path
             for report in self.reports
             for path in (*(self.path(report, suffix) for suffix in FORMATS),
-                         *(self.chart_path(report, cid) for cid in report.charts))
+                         *(self.chart_path(report, cid) for cid in report.charts),
+                         *(self.picture_path(report, cid) for cid in report.pictures))
         ]  # fmt: skip
 
 
 def chart_suffix(cid: str) -> str:
     return f"-{cid}.png"
+
+
+def picture_suffix(cid: str) -> str:
+    return f"-{cid}.jpg"
 
 
 def file_stem(client: str | None) -> str:
@@ -167,8 +180,9 @@ class RunWindow:
     """This run and its trend window, read once and held lean (frames, rows) for every audience's report."""
 
     def __init__(self, run_dir: Path, trend_runs: int) -> None:
+        self.run_dir = run_dir
         self.history = _earlier(run_dir, read_head(run_dir), trend_runs)  # before this run: one summary at a time
-        self.summary = read_summary(run_dir)
+        self.summary = read_summary(run_dir, lean)
         self.audiences: list[tuple[str | None, list[str]]] = [(None, []), *client_recipients(self.summary).items()]
         self.history.append((self.summary, items_frame(self.summary.items)))
         self.summary.items = []  # in the frame now
@@ -176,15 +190,24 @@ class RunWindow:
         self.sites: dict[str, list[SiteRow]] = {}
         for site in self.summary.sites:
             self.sites.setdefault(site.client or NO_CLIENT, []).append(site)
+        self.looks: dict[str, list[SiteLook]] = {}
+        for look in self.summary.looks:
+            self.looks.setdefault(look.client or NO_CLIENT, []).append(look)
 
     def report(self, client: str | None, max_rows: int) -> ReportData:
         if client is None:
-            return build_report(self.summary, self.history, self.summary.sites, max_rows=max_rows)
+            data = build_report(self.summary, self.history, self.summary.sites, max_rows=max_rows)
+            data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken])
+            for alarm in data.broken:
+                alarm.look = data.looks.site(alarm.site_id)
+            return data
         window = [
             (run, frame.take(rows.get(client, NO_ROWS)))
             for (run, frame), rows in zip(self.history, self.client_rows, strict=True)
         ]
-        return build_report(self.summary, window, self.sites.get(client, []), client=client, max_rows=max_rows)
+        data = build_report(self.summary, window, self.sites.get(client, []), client=client, max_rows=max_rows)
+        data.looks = client_looks(self.looks.get(client, []))
+        return data
 
 
 def _charts(data: ReportData) -> list[Chart]:
@@ -201,10 +224,13 @@ def _charts(data: ReportData) -> list[Chart]:
 
 
 def _write_report(
-    out: Path, client: str | None, recipients: list[str], data: ReportData, held: str | None = None
+    run_dir: Path, client: str | None, recipients: list[str], data: ReportData, held: str | None = None
 ) -> RenderedReport:
-    """Draw the charts and write every file of one report; only its name and file names are kept."""
+    """Draw the charts and the screenshots' pictures, and write every file of one report; only its name and
+    file names are kept."""
+    out = run_dir / REPORT_DIR
     data.charts = _charts(data)
+    pictures = draw(data.looks, run_dir)
     report = RenderedReport(
         name=client if client is not None else OPERATOR,
         subject=clean(data.subject, 200),
@@ -212,9 +238,12 @@ def _write_report(
         file_stem=file_stem(client),
         charts=tuple(chart.cid for chart in data.charts),
         held=held,
+        pictures=tuple(picture.cid for picture in pictures),
     )
     for chart in data.charts:
         report.file(out, chart_suffix(chart.cid)).write_bytes(chart.png)
+    for picture in pictures:
+        report.file(out, picture_suffix(picture.cid)).write_bytes(picture.jpeg)
     for suffix, render in zip(FORMATS, (render_html, render_text, render_markdown), strict=True):
         report.file(out, suffix).write_text(render(data), encoding="utf-8")
     return report
@@ -233,10 +262,11 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
     out.mkdir(exist_ok=True)
     held = {client.name: client.held_for_review for client in run.summary.clients if client.held_for_review}
     reports = [
-        _write_report(out, client, recipients, run.report(client, max_rows), held.get(client or ""))
+        _write_report(run_dir, client, recipients, run.report(client, max_rows), held.get(client or ""))
         for client, recipients in run.audiences
     ]
-    return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken)
+    return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
+                       artifact_rows(run.summary.looks), operator_looks(run.summary.looks, []).sentence)
 
 
 def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:
@@ -246,6 +276,12 @@ def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[st
     for cid in report.charts:
         images[cid] = rendered.chart_path(report, cid).read_bytes()
         html = html.replace(data_uri(images[cid]), f"cid:{cid}")
+    for cid in report.pictures:  # a picture equal to an earlier one (a page that did not change) is sent once
+        picture = rendered.picture_path(report, cid).read_bytes()
+        if data_uri(picture) in html:
+            images[cid] = picture
+            html = html.replace(data_uri(picture), f"cid:{cid}")
+    html = _FULL_SIZE_LINK.sub(r"\1", html)  # the full-size screenshots are files on the operator's disk
     message = build_message(
         sender=settings.mail_from,
         recipients=recipients,
@@ -262,6 +298,7 @@ def held_for_review(rendered: RenderedRun, report: RenderedReport, settings: Mai
     command = f"fleet report {rendered.run_dir} --send --client {report.name!r}"
     return RenderedReport(name=report.name, subject=f"[held for review] {report.subject}",
                           recipients=settings.report_to, file_stem=report.file_stem, charts=report.charts,
+                          pictures=report.pictures,
                           held=f"held for review ({report.held}); send it to the client with: {command}")
 
 

@@ -17,12 +17,14 @@ from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import Containment, ContainmentStatus, UpdateType
+from fleet.model.summary import Band, Containment, ContainmentStatus, UpdateType
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.breakage import site_page
 from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
+from fleet.visual.policy import ReviewMode
 from reporting.alert import SiteDownNotice, deliver_alert
 from reporting.settings import MailSettings
 from tasks.checks import probe_before_updates, probe_client
@@ -35,11 +37,12 @@ log = logging.getLogger("fleet.contain")
 
 
 class DashboardSwitchboard:
-    """One site's plugins switched through the dashboard, its home page probed with a plain GET."""
+    """One site's plugins switched through the dashboard, its home page probed with a plain GET (and, for a
+    site that looked broken, its pages shot again and judged)."""
 
     def __init__(self, client: DashboardClient, site: SiteRecord, http: httpx.AsyncClient,
-                 settings: PipelineSettings) -> None:
-        self.client, self.site, self.http, self.settings = client, site, http, settings
+                 settings: PipelineSettings, looks: tuple[VisualWatch, UpdateType] | None = None) -> None:
+        self.client, self.site, self.http, self.settings, self.looks = client, site, http, settings, looks
 
     async def active_plugins(self) -> set[str]:
         return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
@@ -59,7 +62,9 @@ class DashboardSwitchboard:
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 
     async def home_page_ok(self) -> bool:
-        return (await probe_home_page(self.http, probe_url(self.site.url, self.settings.probe_url_template))).ok
+        if not (await probe_home_page(self.http, probe_url(self.site.url, self.settings.probe_url_template))).ok:
+            return False
+        return self.looks is None or not await self.looks[0].still_broken(self.site, self.looks[1])
 
     async def child_unreachable(self) -> str | None:
         try:
@@ -73,27 +78,35 @@ class DashboardSwitchboard:
 async def probe_and_contain(
     client: DashboardClient, before: dict[int, ProbeResult], sites: list[SiteRecord], step: UpdateType,
     sent: list[PlanItem], breaks: TonightsBreaks, policy: Policy, run_id: str, settings: PipelineSettings,
+    watch: VisualWatch | None = None,
 ) -> dict[int, Containment]:
-    """Probe the sites `step` sent items to; each that passed before the night and fails now is contained
-    (`fleet.engine.culprit`) and joins tonight's breaks. Returns what was done per broken site."""
+    """Probe the sites `step` sent items to (and, with the policy's `visual:`, look at their pages); each that
+    passed before the night and fails now, or now looks broken, is contained (`fleet.engine.culprit`) and joins
+    tonight's breaks; one that looks different (review) sends the versions it got to the approval gate. Returns
+    what was done per broken site."""
     touched = {item.site_id for item in sent}
     stepped = [site for site in sites if site.id in touched]
     after = await probe_before_updates(stepped, settings)
     broken = newly_broken(before, after)
+    saw = {site_id: after[site_id].error or "the home page failed" for site_id in broken}
+    looked_broken = await look_after_step(watch, [site for site in stepped if site.id not in broken], step, sent,
+                                          breaks, policy)
+    saw |= looked_broken
     by_id = {site.id: site for site in stepped}
 
     async with probe_client(settings) as http:
         async def contain(site_id: int) -> tuple[int, Containment]:
             site = by_id[site_id]
             applied = [item for item in sent if item.site_id == site_id]
+            looks = (watch, step) if watch is not None and site_id in looked_broken else None
             try:
                 containment = await contain_site(step, applied, policy,
-                                                 DashboardSwitchboard(client, site, http, settings))
+                                                 DashboardSwitchboard(client, site, http, settings, looks))
             except DashboardError as error:  # the site stays broken and reported; the night goes on
                 containment = Containment(step=step, status=ContainmentStatus.not_contained,
                                           detail=f"containing it failed: {error.call}: {error}",
                                           next_steps=f"roll back by hand: {restore_steps(applied)}")
-            containment.saw = after[site_id].error or "the home page failed"
+            containment.saw = saw[site_id]
             breaks.learn_break(site_id, site.name, containment, applied)
             log.warning("site %s broke after the %s updates: %s: %s", site.name, step.value, containment.headline,
                         containment.detail)
@@ -101,7 +114,24 @@ async def probe_and_contain(
                 await alert_site_down(client, site, containment, run_id, settings.report_dir)
             return site_id, containment
 
-        return dict(await fan_out(sorted(broken), contain, settings.probe_concurrency))
+        return dict(await fan_out(sorted(saw), contain, settings.probe_concurrency))
+
+
+async def look_after_step(watch: VisualWatch | None, sites: list[SiteRecord], step: UpdateType,
+                          sent: list[PlanItem], breaks: TonightsBreaks, policy: Policy) -> dict[int, str]:
+    """The watched sites' looks after `step`: {site id: what was seen} of those that look broken; the versions
+    that made a site look different wait for a person (`visual: {review: gate}`)."""
+    if watch is None or step not in VISUAL_STEPS:
+        return {}
+    looks = await watch.look_after(sites, step)
+    gate = policy.visual is not None and policy.visual.review is ReviewMode.gate
+    for site_id, look in looks.items():
+        if look.band is Band.review:
+            log.warning("site %s looks different after the %s updates: %s", look.site_name, step.value,
+                        look.headline)
+            if gate:
+                breaks.learn_review(look, [item for item in sent if item.site_id == site_id])
+    return {site_id: look.headline for site_id, look in looks.items() if look.band is Band.broken}
 
 
 async def alert_site_down(client: DashboardClient, site: SiteRecord, containment: Containment, run_id: str,

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import acreate_markdown_artifact
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
@@ -15,14 +15,15 @@ from reporting.settings import MailSettings
 from tasks.notify import notify_task
 
 
-def artifact_key(run_id: str) -> str:
+def artifact_key(run_id: str, prefix: str = "report") -> str:
     """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    return ("report-" + "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()))[:100]
+    return (f"{prefix}-" + "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()))[:100]
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
 async def report_task(run_dir: Path) -> RenderedRun:
-    """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifact.
+    """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifacts: the
+    operator's report (its pictures of the broken and review pages inline), and the visual results as a table.
 
     Returns the reports by name and file only: the bodies are read back from the files when delivered.
     """
@@ -30,6 +31,10 @@ async def report_task(run_dir: Path) -> RenderedRun:
     operator = rendered.operator
     markdown = rendered.path(operator, ".md").read_text(encoding="utf-8")
     await acreate_markdown_artifact(markdown, key=artifact_key(rendered.run_id), description=operator.subject)
+    if rendered.visual:  # the screenshots are files on this machine: the table names them, relative to the run
+        await acreate_table_artifact(rendered.visual, key=artifact_key(rendered.run_id, "visual"),
+                                     description=f"{rendered.visual_note} Image paths are relative to "
+                                                 f"{rendered.run_dir}.")
     return rendered
 
 

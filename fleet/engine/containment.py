@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fleet.engine.site_probe import ProbeResult
-from fleet.model.summary import Containment, Item, Outcome, UpdateType
-from fleet.rules.plan import PlanItem, SiteRecord
+from fleet.model.summary import Containment, Item, Outcome, SiteLook, UpdateType
+from fleet.rules.plan import Decision, PlanItem, SiteRecord
 from fleet.rules.reconcile import summary_item
 
 VersionKey = tuple[UpdateType, str, str]  # (type, slug, version)
@@ -29,6 +29,7 @@ class Withheld:
     sent: list[PlanItem]
     untouchable: dict[int, list[str]]
     held: dict[ItemKey, str]  # -> why it was not sent
+    gated: set[ItemKey] = field(default_factory=set)  # now waiting at the approval gate: a version under review
 
 
 @dataclass
@@ -38,6 +39,7 @@ class TonightsBreaks:
     sites: dict[int, str] = field(default_factory=dict)  # site id -> the step after which it broke
     versions: dict[VersionKey, str] = field(default_factory=dict)  # -> the site it broke
     containments: dict[int, Containment] = field(default_factory=dict)  # site id -> what was done about it
+    reviews: dict[VersionKey, str] = field(default_factory=dict)  # a version that changed a site's look -> why
 
     def learn(self, site_id: int, site_name: str, step: str, applied: list[PlanItem]) -> None:
         self.sites[site_id] = step
@@ -62,12 +64,29 @@ class TonightsBreaks:
                         held={})
         for item in items:
             why = self.why_not_sent(item)
-            if why is None:
+            review = (self.reviews.get((item.type, item.slug, item.to_version or ""))
+                      if why is None and not item.approved_by else None)  # approved: a person saw the change
+            if why is None and review is None:
                 kept.sent.append(item)
+                continue
+            if review is not None:  # a person looks at the images first, at the night's approval gate
+                item.decision, item.reason = Decision.awaiting_approval, review
+                kept.gated.add((item.site_id, item.type, item.slug))
             else:
-                kept.held[(item.site_id, item.type, item.slug)] = why
-                kept.untouchable.setdefault(item.site_id, []).append(item.slug)
+                kept.held[(item.site_id, item.type, item.slug)] = why or ""
+            kept.untouchable.setdefault(item.site_id, []).append(item.slug)
         return kept
+
+    def learn_review(self, look: SiteLook, applied: list[PlanItem]) -> None:
+        """A site that looks different (the review band) after a step: the versions the step applied to it wait
+        for a person before they go to more sites tonight."""
+        page = look.worst
+        where = f" (see {page.diff})" if page is not None and page.diff else ""
+        for item in applied:
+            if item.to_version:
+                self.reviews.setdefault((item.type, item.slug, item.to_version),
+                                        f"version {item.to_version} changed how {look.site_name} looks: "
+                                        f"{look.headline}{where}")
 
     def learn_break(self, site_id: int, site_name: str, containment: Containment, applied: list[PlanItem]) -> None:
         """A site broken after a step: with its culprit found, only the culprit's version goes nowhere else

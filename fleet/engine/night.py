@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from fleet.engine.containment import TonightsBreaks
 from fleet.engine.lanes import Lane, without_sites
 from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
+from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ApprovalRecord, Cohort, HealthCheck, Item, Outcome, ReportClient, Selection, Summary
 from fleet.pacing.call_sizing import CallSizer
@@ -167,6 +168,7 @@ class Night:
     done: CohortResult = field(default_factory=CohortResult)
     cohorts: list[Cohort] = field(default_factory=list)
     naive_syncs: int = 0  # what the naive chain would have synced: every usable site
+    visual: VisualWatch | None = None  # the policy's `visual:` checks, while the night runs
 
     def open(self, journal: JobJournal, run_dir: Path, dry_run: bool) -> list[OpenRun]:
         """Start the run in the journal (a run that writes); returns the killed runs this one accounts for."""
@@ -223,6 +225,7 @@ class Night:
         )
         usable = sum(1 for site in sites if site.status is SiteStatus.online)
         summary.accounts_for = [run.run_id for run in interrupted]
+        summary.looks = self.visual.finish() if self.visual else []
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,
             update_items=sum(1 for item in done.items if item.applied_by_run is None), checks=len(done.checks),

@@ -78,6 +78,9 @@ class PipelineSettings(BaseSettings):
         "(e.g. an emulator's http://127.0.0.1:8080/__sites__/{host}/).",
     )
     verify_tls: bool = Field(True, description="Verify TLS certificates when probing sites.")
+    visual_concurrency: int = Field(
+        3, ge=1, le=32, description="Browser pages the visual checks (the policy's `visual:`) load at once, in one "
+        "Chromium: a site's pages, never the dashboard's work.")
     concurrency_limit: str | None = Field(
         None, description="Name of a Prefect global concurrency limit every dashboard write call occupies."
     )

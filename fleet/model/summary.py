@@ -178,6 +178,67 @@ class SiteAlarm(BaseModel):
     containment: Containment | None = Field(None, description="What the night did about the break (per-step probe).")
 
 
+class Band(StrEnum):
+    """How a page looks after an update, against its baselines (`fleet.visual.diff`)."""
+
+    healthy = "healthy"  # below the policy's `pass` share of changed pixels
+    review = "review"  # between `pass` and `fail`: a person should look
+    broken = "broken"  # above `fail`: a visual break, handled as an HTTP break is
+
+
+BAND_ORDER = (Band.healthy, Band.review, Band.broken)
+
+
+class PageLook(BaseModel):
+    """One page at one viewport: its band and the images that show it. Paths are relative to the run directory."""
+
+    page: str
+    viewport: str
+    url: str
+    band: Band | None = Field(None, description="None: it could not be judged (`error` says why).")
+    score: float | None = Field(None, description="Share of pixels changed outside the noise mask.")
+    before: str | None = None
+    after: str | None = None
+    diff: str | None = None
+    new_console_errors: list[str] = Field(default_factory=list)
+    new_failed_requests: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class SiteLook(BaseModel):
+    """What a visitor saw of one site before the first update and after the last (or the step that broke it)."""
+
+    site_id: int
+    site_url: str
+    site_name: str
+    client: str | None = None
+    step: UpdateType | None = Field(None, description="The update step after which the pages were shot.")
+    band: Band | None = Field(None, description="The worst page's band; None: no page could be judged.")
+    pages: list[PageLook] = Field(default_factory=list)
+
+    @property
+    def worst(self) -> PageLook | None:
+        """The page that decided the band (the highest score among the worst band's pages)."""
+        judged = [page for page in self.pages if page.band is not None]
+        if not judged:
+            return None
+        return max(judged, key=lambda page: (BAND_ORDER.index(page.band), page.score or 0.0))  # type: ignore[arg-type]
+
+    @property
+    def headline(self) -> str:
+        """The site's look in a few words, as the reports say it."""
+        page = self.worst
+        if page is None or self.band is None:
+            errors = {p.error for p in self.pages if p.error}
+            return f"not judged: {'; '.join(sorted(errors)) or 'no screenshots'}"
+        where = f"{page.page} ({page.viewport})"
+        changed = f"{(page.score or 0):.1%} of {where} changed" if page.score is not None else page.error or where
+        extra = page.new_failed_requests[:1] + page.new_console_errors[:1]
+        said = f"{changed}{': ' + '; '.join(extra) if extra else ''}"
+        return {Band.healthy: "looks as before", Band.review: f"looks different, for review: {said}",
+                Band.broken: f"looks broken: {said}"}[self.band]
+
+
 class NightHold(BaseModel):
     """A version the night remembers as bad: held fleet-wide until a newer one or an operator's release."""
 
@@ -312,6 +373,7 @@ class Summary(BaseModel):
     accounted_by: str | None = Field(None, description="The later run that accounted for this run's items.")
     accounts_for: list[str] = Field(default_factory=list, description="Interrupted runs whose items are here.")
     work: DashboardWork | None = Field(None, description="The work this night asked of the dashboard.")
+    looks: list[SiteLook] = Field(default_factory=list, description="The visual checks (the policy's `visual:`).")
 
     @staticmethod
     def count(items: list[Item]) -> Counts:

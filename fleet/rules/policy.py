@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from fleet.model.summary import Outcome, UpdateType
 from fleet.rules.windows import Blackout, Windows
+from fleet.visual.policy import VisualPolicy
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _ITEM_REF = re.compile(r"^\s*(?:(?P<type>[a-z]+):)?\s*(?P<slug>[^<>=!~\s,]+)\s*(?P<pin>.*?)\s*$")
@@ -329,6 +330,10 @@ class Policy(Rules):
     contain: ContainMode = Field(
         ContainMode.deactivate, description="A site a plugin update broke while its MainWP Child answers: find the "
         "culprit and leave it deactivated (deactivate), or only report the site broken (report).",
+    )
+    visual: VisualPolicy | None = Field(
+        None, description="Screenshot the pages of the sites with planned updates before the first update and "
+        "after each step, and judge what changed (`visual: {}` for the defaults); none: HTTP probes only.",
     )
     never_deactivate: list[str] = Field(
         default_factory=list, description="Plugins never deactivated to contain a break (a slug such as "

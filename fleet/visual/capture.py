@@ -63,9 +63,10 @@ class PageCapture:
     """`async with PageCapture(run_dir) as capture: shots = await capture.shoot(site, pages, viewports, "before")`."""
 
     def __init__(self, run_dir: Path, concurrency: int = 3, executable: str = CHROMIUM,
-                 timeout_s: float = PAGE_TIMEOUT_S) -> None:
+                 timeout_s: float = PAGE_TIMEOUT_S, verify_tls: bool = True) -> None:
         self.run_dir = run_dir
         self.executable = executable
+        self.verify_tls = verify_tls
         self.timeout_ms = timeout_s * 1000
         self._contexts = asyncio.Semaphore(concurrency)
         self._playwright: Playwright | None = None
@@ -107,7 +108,8 @@ class PageCapture:
         async with self._contexts:
             context = await self._browser.new_context(
                 viewport=viewport.size, device_scale_factor=1, is_mobile=viewport.is_mobile,
-                has_touch=viewport.is_mobile, reduced_motion="reduce", service_workers="block")
+                has_touch=viewport.is_mobile, reduced_motion="reduce", service_workers="block",
+                ignore_https_errors=not self.verify_tls)
             try:
                 return [await self._shoot_page(context, site, page, viewport, label) for page in pages]
             finally:

@@ -10,21 +10,16 @@ only count as changed. The bands: below `pass` healthy, from `pass` to `fail` re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from fleet.model.summary import Band
+
 CHANNEL_TOLERANCE = 24  # of 255: anti-aliasing and colour rounding between two renders are not a change
 MASK_BLOCK = 16  # pixels: the grid the noise mask is widened to
 MASK_SPREAD = 1  # blocks around each noisy block
-
-
-class Band(StrEnum):
-    healthy = "healthy"
-    review = "review"
-    broken = "broken"
 
 
 @dataclass(frozen=True, slots=True)

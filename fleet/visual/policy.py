@@ -35,6 +35,11 @@ def _share(value: Any) -> Any:
     return value
 
 
+class ReviewMode(StrEnum):
+    gate = "gate"
+    report = "report"
+
+
 class VisualPolicy(BaseModel):
     """`visual: {pages: [...], sitemap_pages: N, viewports: [desktop, mobile], pass: 0.5%, fail: 5%}`."""
 
@@ -52,6 +57,9 @@ class VisualPolicy(BaseModel):
     fail_threshold: float = Field(
         0.05, alias="fail", gt=0, le=1,
         description="Above this share a page is broken; between the two it waits for review (`5%`).")
+    review: ReviewMode = Field(
+        ReviewMode.gate, description="A page in the review band: its versions wait at the approval gate before "
+        "they go to more sites tonight (gate), or the change is only reported (report).")
     baseline_gap_seconds: float = Field(
         3.0, ge=0, le=60, description="Between the two baseline shots that show what moves by itself.")
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleet.model.summary import BAND_ORDER, Band
 from fleet.visual.capture import Shot
-from fleet.visual.diff import Band, compare
+from fleet.visual.diff import compare
 from fleet.visual.policy import Viewport, VisualPolicy
-
-_BAND_ORDER = (Band.healthy, Band.review, Band.broken)
 
 
 @dataclass(slots=True)
@@ -70,4 +69,4 @@ def judge_pages(first: list[Shot], second: list[Shot], after: list[Shot], policy
 def worst_band(verdicts: list[PageVerdict]) -> Band | None:
     """A site's band: its worst page's (None when no page could be judged)."""
     bands = [v.band for v in verdicts if v.band is not None]
-    return max(bands, key=_BAND_ORDER.index) if bands else None
+    return max(bands, key=BAND_ORDER.index) if bands else None

@@ -292,6 +292,28 @@ async def test_a_marked_release_breaks_the_page_once_installed_until_the_next_re
     assert '<section class="hero">' in fixed.text
 
 
+async def test_a_deactivated_plugins_visual_break_goes_with_it(board: Dashboard, web) -> None:
+    site, slug = healthy_site_with_plugin_update(board)
+    await web.post("/__emulator__/faults/visual", headers=admin(board),
+                   json={"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
+
+    async def stylesheet_status() -> int:
+        page = await web.get(page_url(board, site))
+        href = re.search(r'id="theme-style-css" href="([^"]+)"', page.text).group(1)
+        return (await web.get(href)).status_code
+
+    async with board.client() as client:
+        await run(client, "svc/update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+        broken = await stylesheet_status()
+        await run(client, "svc/deactivate-site-plugins-v1", {"site_id_or_domain": site.id, "plugins": [slug]})
+        off = await stylesheet_status()
+        off_truth = (await web.get("/__emulator__/state", headers=admin(board))).json()["sites"][str(site.id)]
+        await run(client, "svc/activate-site-plugins-v1", {"site_id_or_domain": site.id, "plugins": [slug]})
+        on_again = await stylesheet_status()
+    assert (broken, off, on_again) == (404, 200, 404)  # CSS gone while the plugin's code runs
+    assert off_truth["visual"]["break"] is None and off_truth["visual"]["marked"][f"plugin:{slug}"]["mode"] == "css"
+
+
 async def test_the_carousel_shows_another_first_slide_on_each_view(board: Dashboard, web) -> None:
     site = next(s for s in board.emulator.state.sites.values() if moving_content(s) == "carousel" and s.reachable)
     firsts = [re.search(r'class="slide active"[^>]*>([^<]+)<', (await web.get(page_url(board, site))).text).group(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.site_probe import ProbeResult
-from fleet.model.summary import UpdateType
+from fleet.model.summary import Band, PageLook, SiteLook, UpdateType
 from fleet.rules.plan import Decision, PlanItem
 
 OK, DOWN = ProbeResult(ok=True, http_code=200), ProbeResult(ok=False, http_code=500, error="HTTP 500")
@@ -45,3 +45,27 @@ def test_with_its_culprit_found_only_the_culprits_version_goes_nowhere_else_toni
     unknown = TonightsBreaks()  # no culprit (not contained, or a dead child): every applied version is kept back
     unknown.learn_break(1, "Shop", Containment(step=UpdateType.plugin, status=ContainmentStatus.unreachable), applied)
     assert all(unknown.why_not_sent(item(2, i.slug, i.to_version)) for i in applied)
+
+
+def review_look(site_id: int, name: str) -> SiteLook:
+    page = PageLook(page="home", viewport="desktop", url="https://shop.example/", band=Band.review, score=0.021,
+                    before="visual/1/desktop/home.before.png", after="visual/1/desktop/home.after-plugin.png",
+                    diff="visual/1/desktop/home.after-plugin.diff.png")
+    return SiteLook(site_id=site_id, site_url="https://shop.example/", site_name=name, band=Band.review,
+                    step=UpdateType.plugin, pages=[page])
+
+
+def test_a_version_that_changed_a_sites_look_waits_at_the_gate_until_a_person_approves_it() -> None:
+    breaks = TonightsBreaks()
+    breaks.learn_review(review_look(1, "Shop"), [item(1, "slider", "5.0"), item(1, "cache", "")])
+    later = [item(2, "slider", "5.0"), item(2, "slider-pro", "5.0"), item(3, "slider", "5.1"), item(2, "cache", "")]
+    step = breaks.withhold(later, {2: ["hello.php"]})
+    assert [(i.site_id, i.slug) for i in step.sent] == [(2, "slider-pro"), (3, "slider"), (2, "cache")]
+    assert step.gated == {(2, UpdateType.plugin, "slider")} and not step.held
+    assert step.untouchable == {2: ["hello.php", "slider"]}  # a call naming site 2 must leave it alone
+    gated = later[0]
+    assert gated.decision is Decision.awaiting_approval
+    assert gated.reason == ("version 5.0 changed how Shop looks: looks different, for review: 2.1% of home (desktop) "
+                            "changed (see visual/1/desktop/home.after-plugin.diff.png)")
+    gated.decision, gated.approved_by = Decision.apply, "Ada"  # the gate's answer: its pass sends it
+    assert breaks.withhold([gated], {}).sent == [gated]

@@ -1,6 +1,7 @@
 """Realistic run summaries for report tests: several clients, every outcome, a few nights for the trends.
 
-`python -m tests.reporting.builder DIR` writes a set of nights under DIR (used for docs/sample-report.png).
+`python -m tests.reporting.builder DIR` writes a set of nights under DIR (used for docs/sample-report.png);
+`python -m tests.reporting.builder DIR --looks` gives the last night screenshots too (docs/sample-*-looks.png).
 """
 
 from __future__ import annotations
@@ -10,7 +11,25 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from fleet.model.summary import Cohort, HealthCheck, Item, Job, Outcome, ReportClient, SiteReport, Summary, UpdateType
+import numpy as np
+from PIL import Image, ImageDraw
+
+from fleet.model.summary import (
+    Band,
+    Cohort,
+    HealthCheck,
+    Item,
+    Job,
+    Outcome,
+    PageLook,
+    ReportClient,
+    SiteAlarm,
+    SiteLook,
+    SiteReport,
+    Summary,
+    Suspect,
+    UpdateType,
+)
 
 XSS = "<script>alert(1)</script>"
 CLIENTS = {
@@ -147,6 +166,105 @@ def write_nights(
     return run_dirs
 
 
+BROKEN_LOOK = "shop.northwindbakery.co.uk"  # the night blanked its main section
+REVIEW_LOOK = "acmedental.com"  # a button changed colour: for review
+WIDTHS = {"desktop": 1280, "mobile": 390}
+PASS, FAIL = 0.005, 0.05
+
+
+def page_image(domain: str, viewport: str, *, blank: bool = False, restyled: bool = False) -> Image.Image:
+    """A plausible web page in the site's colour: header, hero, cards, text, footer. `blank`: the main section
+    renders empty (a bad page-builder release); `restyled`: its call-to-action button changed."""
+    width = WIDTHS[viewport]
+    height = 2400 if viewport == "desktop" else 1800
+    rng = random.Random(domain)
+    hue = tuple(rng.randint(30, 160) for _ in range(3))
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    margin = width // 16
+    draw.rectangle((0, 0, width, 72), fill=hue)
+    draw.rectangle((margin, 24, margin + 160, 48), fill="white")
+    if viewport == "desktop":
+        for n in range(4):
+            draw.rectangle((width - margin - (n + 1) * 110, 30, width - margin - n * 110 - 30, 42), fill="#e4e7eb")
+    if not blank:
+        light = tuple(min(255, c + 90) for c in hue)
+        draw.rectangle((0, 72, width, 620), fill=light)
+        draw.rectangle((margin, 200, width * 2 // 3, 250), fill="#7b2d26" if restyled else "#102a43")
+        draw.rectangle((margin, 280, width // 2, 300), fill="#52606d")
+        button = (214, 69, 69) if restyled else (31, 157, 85)
+        draw.rectangle((margin, 360, margin + 220, 420), fill=button)
+        columns = 3 if viewport == "desktop" else 1
+        card = (width - 2 * margin - (columns - 1) * 24) // columns
+        for row in range(2 if viewport == "desktop" else 3):
+            for column in range(columns):
+                x, y = margin + column * (card + 24), 680 + row * 340
+                draw.rectangle((x, y, x + card, y + 300), outline="#d9e2ec", width=2)
+                draw.rectangle((x + 2, y + 2, x + card - 2, y + 150), fill=tuple(min(255, c + 40) for c in hue))
+                for line in range(4):
+                    draw.rectangle((x + 16, y + 170 + line * 28, x + card - 16 - line * 30, y + 184 + line * 28),
+                                   fill="#9aa5b1")
+        for line in range(12):
+            y = 1750 + line * 28 if viewport == "desktop" else 1720 - (12 - line) * 28
+            draw.rectangle((margin, y, width - margin - (line % 3) * 60, y + 12), fill="#bcccdc")
+    draw.rectangle((0, height - 160, width, height), fill="#1f2933")
+    return image
+
+
+def diff_picture(before: Image.Image, after: Image.Image) -> tuple[Image.Image, float]:
+    """The after shot faded with its changes in red, as the night draws it, and the share of pixels changed."""
+    a, b = np.asarray(before, dtype=np.int16), np.asarray(after, dtype=np.int16)
+    changed = (np.abs(a - b) > 24).any(axis=2)
+    faded = (b.mean(axis=2, keepdims=True) * 0.35 + 255 * 0.65).repeat(3, axis=2)
+    faded[changed] = (230, 20, 20)
+    return Image.fromarray(faded.astype(np.uint8), "RGB"), float(changed.mean())
+
+
+def write_looks(summary: Summary, run_dir: Path, *, page_name: str = "checkout") -> Summary:
+    """Screenshots of every online site of the night (the home page at both viewports), written under
+    RUN_DIR/visual/ as the night writes them, and `summary.looks`: one broken site (with its alarm), one for
+    review, the rest as before. `page_name` names the broken site's second page (a test makes it hostile)."""
+    looks = []
+    for site in summary.sites:
+        if site.status != "online":
+            continue
+        domain = site.site_url.removeprefix("https://")
+        pages = [("home", "desktop"), ("home", "mobile")] + ([(page_name, "desktop")] if domain == BROKEN_LOOK else [])
+        views = []
+        for page, viewport in pages:
+            folder = f"visual/{domain}/{viewport}"
+            before = page_image(domain, viewport)
+            after = page_image(domain, viewport, blank=domain == BROKEN_LOOK,
+                               restyled=domain in (REVIEW_LOOK, BROKEN_LOOK) and viewport == "desktop")
+            diff, score = diff_picture(before, after)
+            stem = "".join(c if c.isalnum() else "_" for c in page)
+            paths = {label: f"{folder}/{stem}.{label}.png" for label in ("before", "after", "diff")}
+            (run_dir / folder).mkdir(parents=True, exist_ok=True)
+            for label, image in (("before", before), ("after", after), ("diff", diff)):
+                image.save(run_dir / paths[label], compress_level=1)
+            band = Band.healthy if score < PASS else Band.review if score <= FAIL else Band.broken
+            views.append(PageLook(page=page, viewport=viewport, url=f"{site.site_url}/{'' if page == 'home' else page}",
+                                  band=band, score=round(score, 4), **paths,
+                                  new_console_errors=["Uncaught TypeError: elementorFrontend is undefined"]
+                                  if band is Band.broken else []))  # fmt: skip
+        look = SiteLook(site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client=site.client,
+                        step=UpdateType.plugin, pages=views)  # fmt: skip
+        look.band = look.worst.band
+        looks.append(look)
+        if look.band is Band.broken:
+            summary.broken.append(SiteAlarm(
+                site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client=site.client,
+                saw=look.headline, dashboard_page="https://dashboard.agency.example/wp-admin/admin.php?page=managesites",
+                suspects=[Suspect(type=UpdateType.plugin, slug="elementor", name="Elementor", from_version="3.24.7",
+                                  to_version="3.25.4")]))  # fmt: skip
+    summary.looks = looks
+    summary.write(run_dir)
+    return summary
+
+
 if __name__ == "__main__":
-    for path in write_nights(Path(sys.argv[1]), xss_probe=False):
+    runs = write_nights(Path(sys.argv[1]), xss_probe=False)
+    if "--looks" in sys.argv[2:]:
+        write_looks(Summary.read(runs[-1]), runs[-1])
+    for path in runs:
         print(path)

@@ -1,0 +1,142 @@
+"""The night sees what a visitor sees (the policy's `visual:`): real nights against the emulator's real pages over a
+socket, shot in the system Chromium. A site with a carousel passes two nights without a false alarm; a release
+that takes the stylesheet away or blanks a section while the site answers 200 is a break like an HTTP one (the
+culprit found and deactivated, its version held, the report led by the images); a release that changes the page a
+little sends its version to the approval gate before it reaches another site."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect.client.orchestration import get_client
+from prefect.flow_runs import aresume_flow_run
+
+from emulator.site_theme import moving_content
+from fleet.model.summary import Band, ContainmentStatus, Outcome, Selection, UpdateType
+from fleet.visual.capture import CHROMIUM, chromium_path
+from flows.nightly import nightly_maintenance
+from reporting.run_report import render_reports
+from tests.pipeline.conftest import Dashboard, installed, read_run
+from tests.pipeline.test_windows_night import _paused_run
+
+pytestmark = pytest.mark.skipif(chromium_path() is None,
+                                reason=f"no Chromium at {CHROMIUM}: install Debian's `chromium` to run these")
+
+VISUAL = {"sitemap_pages": 1, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
+
+
+async def night(ids: list[str], policy: str) -> str:
+    """One nightly run (reports rendered, none sent); the summary's path, whether the night broke a site or not."""
+    state = await nightly_maintenance(selection=Selection(sites=ids), policy_file=policy, send_report=False,
+                                      return_state=True)
+    result = await state.result(raise_on_failure=False)
+    return result if isinstance(result, str) else result.summary_path
+
+
+def write_policy(tmp_path: Path, **policy: Any) -> str:
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump({"visual": VISUAL, **policy}))
+    return str(path)
+
+
+def offered_plugins(site: Any) -> list[str]:
+    """The active plugins that offer a release."""
+    return [slug for slug, item in site.plugins.items() if item.offer and item.active]
+
+
+def sites_with_plugin_updates(emulator: Dashboard, moving: str | None = None) -> list[Any]:
+    """The emulator's healthy connected sites with an active plugin offering a release (and the moving content
+    asked for)."""
+    return [site for site in sorted(emulator.server.emulator.state.sites.values(), key=lambda s: s.id)
+            if site.reachable and site.child_connected and not site.suspended and not site.broken_by
+            and not site.fatal_by and not site.visual_faults and offered_plugins(site)
+            and (moving is None or moving_content(site) == moving)]
+
+
+async def test_a_carousel_site_passes_two_nights_without_a_false_alarm(dashboard, tmp_path: Path) -> None:
+    emulator = dashboard(sites=30, seed=21)
+    chosen = sites_with_plugin_updates(emulator, "carousel")[:2]
+    assert len(chosen) == 2
+    ids = [str(site.id) for site in chosen]
+    policy = write_policy(tmp_path)
+    first, _ = read_run(await night(ids, policy))
+    for site in chosen:  # a new release of one plugin for the second night
+        slug = next(iter(site.plugins))
+        emulator.post("offers", {"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.0"})
+    second, _ = read_run(await night(ids, policy))
+    for summary in (first, second):
+        assert {look.site_id for look in summary.looks} == {site.id for site in chosen}
+        assert all(look.band is Band.healthy for look in summary.looks), [look.headline for look in summary.looks]
+        assert not summary.broken and not summary.approval
+        assert any(item.outcome is Outcome.updated for item in summary.items)
+    pages = [page for look in second.looks for page in look.pages]
+    assert {page.page for page in pages} >= {"home"} and all(page.score is not None for page in pages)
+
+
+@pytest.mark.parametrize("mode", ["css", "blank"])
+async def test_a_release_that_breaks_the_page_visually_is_contained_and_leads_the_report(
+        dashboard, tmp_path: Path, mode: str) -> None:
+    emulator = dashboard(sites=30, seed=22)
+    site = sites_with_plugin_updates(emulator, "")[0]
+    slug = offered_plugins(site)[0]
+    emulator.post("faults/visual", {"site_id": site.id, "type": "plugin", "slug": slug, "mode": mode})
+    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:3]
+    ids = [str(site.id)] + [str(s.id) for s in others]
+    run = await night(ids, write_policy(tmp_path))
+    summary, _ = read_run(run)
+    truth = emulator.truth()["sites"][str(site.id)]
+    [alarm] = summary.broken
+    assert alarm.site_id == site.id and alarm.containment is not None
+    assert alarm.containment.status is ContainmentStatus.contained and alarm.containment.culprit.slug == slug
+    assert alarm.containment.saw.startswith("looks broken")
+    assert [s.slug for s in alarm.suspects] == [slug]
+    assert truth["visual"]["break"] is None, "deactivated, the plugin's break is gone"
+    assert not truth["plugins"][slug]["active"]
+    look = summary.looks[0]
+    assert look.site_id == site.id and look.band is Band.broken and look.step is UpdateType.plugin
+    broken_page = look.worst
+    for image in (broken_page.before, broken_page.after, broken_page.diff):
+        assert image and (Path(run).parent / image).is_file()
+    assert any(hold.slug == slug for hold in summary.holds)
+    healthy = [other for other in summary.looks if other.site_id != site.id]
+    assert healthy and all(other.band is Band.healthy for other in healthy)
+    rendered = render_reports(Path(run).parent)
+    text = rendered.path(rendered.operator, ".txt").read_text()
+    assert "looks broken" in text and broken_page.diff in text
+
+
+async def test_a_change_for_review_sends_its_version_to_the_approval_gate(dashboard, tmp_path: Path) -> None:
+    emulator = dashboard(sites=40, seed=23)
+    by_release: dict[tuple[str, str], list[Any]] = {}
+    for site in sites_with_plugin_updates(emulator, ""):
+        for slug in offered_plugins(site):
+            by_release.setdefault((slug, site.plugins[slug].offer), []).append(site)
+    (slug, _), sharing = max(by_release.items(), key=lambda kv: len(kv[1]))
+    assert len(sharing) >= 2, "two sites offered one release"
+    first, later = sharing[0], sharing[1]
+    emulator.post("faults/visual", {"site_id": first.id, "type": "plugin", "slug": slug, "mode": "notice"})
+    policy = write_policy(tmp_path, rollout={"cohorts": [f"site:{first.id}", "rest"]},
+                          approval={"timeout": "5m"})
+    running = asyncio.create_task(night([str(first.id), str(later.id)], policy))
+    run = await _paused_run("nightly-maintenance")
+    async with get_client() as client:
+        schema = await client.read_flow_run_input(run.id, run.state.state_details.run_input_keyset["schema"])
+    rows = json.loads(schema)["properties"]["items"]["default"]
+    assert [(row["site_id"], row["item"]) for row in rows] == [(later.id, f"plugin:{slug}")]
+    assert "looks different" in rows[0]["why"] and first.name in rows[0]["why"]
+    truth = emulator.truth()
+    assert installed(truth, later.id, UpdateType.plugin, slug) != truth["sites"][str(first.id)]["plugins"][slug][
+        "version"], "the version under review reached no other site before the gate"
+    await aresume_flow_run(run.id, run_input={"items": rows, "approve_all": True, "approved_by": "Ada"})
+    summary, _ = read_run(await running)
+    assert [look.band for look in summary.looks if look.site_id == first.id] == [Band.review]
+    assert summary.approval.approved == 1 and not summary.broken
+    [approved] = [item for item in summary.items if item.site_id == later.id and item.slug == slug]
+    assert approved.outcome is Outcome.updated and approved.approved_by == "Ada"
+    truth = emulator.truth()
+    assert installed(truth, later.id, UpdateType.plugin, slug) == installed(truth, first.id, UpdateType.plugin, slug)
