@@ -355,6 +355,17 @@ def approval_sentence(approval: ApprovalRecord | None) -> str | None:
             f"{approval.skipped} were not and stay held.")
 
 
+def revived_sentence(sites: list[SiteRow], max_named: int = 20) -> str | None:
+    """The sites the dashboard had given up on as known offline that answered a check tonight and were
+    maintained again (without anyone running `fleet check`)."""
+    names = [clean(site.site_name or site.site_url, 120) for site in sites if site.revived]
+    if not names:
+        return None
+    more = f" and {len(names) - max_named} more" if len(names) > max_named else ""
+    return (f"{len(names)} site(s) the dashboard kept as known offline answered a check tonight and were "
+            f"maintained again: {', '.join(names[:max_named])}{more}.")
+
+
 def build_report(
     summary: Summary,
     window: list[tuple[RunStamp, pd.DataFrame]],
@@ -429,4 +440,5 @@ def build_report(
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
         deferred=deferred_groups(sites, max(10, max_rows // 4)),
         approval=approval_sentence(summary.approval) if client is None else None,
+        revived=revived_sentence(sites),
     )

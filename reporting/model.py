@@ -549,6 +549,7 @@ class ReportData:
     deferred: list[DeferredGroup] = field(default_factory=list)
     left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
+    revived: str | None = None  # the sites brought back to maintenance tonight, in a sentence
     looks: Looks = field(default_factory=Looks)  # the night's screenshots (the policy's `visual:`)
 
     @property

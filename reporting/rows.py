@@ -68,6 +68,7 @@ class SiteRow:
     check: HealthCheck | None = None  # a Record: light enough as it is
     deferred: str | None = None  # outside its window or in a blackout: why
     opens_at: datetime | None = None
+    revived: bool = False  # refused as known offline, answered a check tonight and was maintained
 
 
 class ReportSummary(Summary):

@@ -178,3 +178,24 @@ def test_a_report_with_no_site_checked_says_so_rather_than_0_of_0(tmp_path) -> N
     for suffix in (".txt", ".html", ".md"):
         text = body(rendered, client, suffix)
         assert "No site was checked after the updates." in text and "0 of 0" not in text, suffix
+
+
+def test_a_site_revived_tonight_is_named_in_every_format(tmp_path) -> None:
+    from datetime import date
+
+    from reporting.run_report import render_reports
+    from tests.reporting.builder import build_summary
+
+    summary = build_summary(date(2026, 11, 21), xss_probe=False)
+    revived = next(site for site in summary.sites if site.client and site.status == "online")
+    revived.revived = True
+    summary.write(tmp_path / "run")
+    rendered = render_reports(tmp_path / "run")
+    said = (f"1 site(s) the dashboard kept as known offline answered a check tonight and were maintained again: "
+            f"{revived.site_name}.")
+    for suffix in (".txt", ".md", ".html"):  # Markdown escapes its own characters
+        assert said in body(rendered, rendered.operator, suffix).replace("\\", "").replace("\n", " "), suffix
+    [own] = [report for report in rendered.reports[1:] if report.name == revived.client]
+    assert said in body(rendered, own, ".txt")
+    others = [report for report in rendered.reports[1:] if report.name != revived.client]
+    assert others and all("known offline" not in body(rendered, report, ".txt") for report in others)
