@@ -108,6 +108,8 @@ async def test_a_release_that_breaks_the_page_visually_is_contained_and_leads_th
     rendered = render_reports(Path(run).parent)
     text = rendered.path(rendered.operator, ".txt").read_text()
     assert "looks broken" in text and broken_page.diff in text
+    html = rendered.path(rendered.operator, ".html").read_text()  # the pictures lead, before any count
+    assert html.index(broken_page.after) < html.index("At a glance") and html.count("data:image/jpeg") >= 3
 
 
 async def test_a_change_for_review_sends_its_version_to_the_approval_gate(dashboard, tmp_path: Path) -> None:
