@@ -175,3 +175,28 @@ async def test_a_version_that_broke_a_site_is_not_sent_again_tonight_nor_anythin
     after_break = [item for item in summary.items if item.site_id == victim["id"] and item.type.value in
                    ("theme", "core")]  # the steps after the plugins' step
     assert all(item.outcome is Outcome.held and "nothing more was sent" in item.reason for item in after_break)
+
+
+async def test_a_version_that_broke_a_site_goes_to_no_later_lane_of_the_same_cohort(dashboard, monkeypatch,
+                                                                                   tmp_path: Path):
+    emulator = dashboard(sites=12, seed=4)
+    slug, version, offering = shared_plugin(emulator.truth())
+    bad = [site for site in offering if site["plugins"][slug]["active"]
+           and any(u["slug"] == slug and u["new_version"] == version for u in site["pending_updates"])]
+    first = bad[0]
+    second = next(site for site in bad if site["ip"] != first["ip"])  # two servers: two lanes, not one call
+    for site in (first, second):  # the release is bad on both: whichever lane runs first breaks
+        emulator.post("faults/items", {"site_id": site["id"], "type": "plugin", "slug": slug, "mode": "break"})
+    monkeypatch.setenv("FLEET_CHUNK_SIZE", "1")  # a lane per site (per server), one lane after another
+    monkeypatch.setenv("FLEET_CONCURRENCY", "1")
+
+    state = await nightly_maintenance(selection=Selection(sites=[str(first["id"]), str(second["id"])]),
+                                      report_dir=str(tmp_path / "r"), return_state=True)
+
+    summary = Summary.read(Path((await state.result(raise_on_failure=False)).summary_path))
+    [broken] = summary.broken
+    assert {c.name for c in summary.cohorts} <= {"all"}  # one cohort: the lanes alone kept the version back
+    spared_id = second["id"] if broken.site_id == first["id"] else first["id"]
+    spared = next(item for item in summary.items if (item.site_id, item.slug) == (spared_id, slug))
+    assert spared.outcome is Outcome.held and f"version {version} broke {broken.site_name}" in spared.reason
+    assert emulator.truth()["sites"][str(spared_id)]["plugins"][slug]["version"] != version
