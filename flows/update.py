@@ -223,6 +223,7 @@ async def approval_gate(
     waiting = [] if request.dry_run else awaiting(plan)
     if not waiting:
         return None
+    night.breaks.tell_reviews(waiting)
     answer, approval = await ask_for_approval(plan, waiting, gate_timeout(policy.approval, plan, waiting),
                                               client.settings.base_url, settings.report_dir / "alerts")
     approved = night.approved(plan, answer)

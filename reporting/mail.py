@@ -16,6 +16,7 @@ from pathlib import Path
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from fleet.model.summary import Delivery
+from reporting.model import image_subtype
 from reporting.settings import MailSettings, SmtpSecurity
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def build_message(
     message.add_alternative(html, subtype="html")
     html_part = message.get_payload()[1]
     for cid, image in images.items():
-        subtype = "jpeg" if image.startswith(b"\xff\xd8") else "png"  # the screenshots' pictures, the charts
+        subtype = image_subtype(image)
         html_part.add_related(image, maintype="image", subtype=subtype, cid=f"<{cid}>",
                               filename=f"{cid}.{'jpg' if subtype == 'jpeg' else 'png'}")
     return message

@@ -81,6 +81,11 @@ TYPE_TITLES = {
 }
 
 
+def image_subtype(image: bytes) -> str:
+    """`jpeg` for the screenshots' pictures, `png` for the charts: the one place that tells them apart."""
+    return "jpeg" if image.startswith(b"\xff\xd8") else "png"
+
+
 @dataclass
 class Headline:
     sites: int

@@ -11,7 +11,16 @@ from pathlib import Path
 import css_inline
 import jinja2
 
-from reporting.model import OUTCOME_COLORS, OUTCOME_TITLES, TYPE_NAMES, Chart, Picture, ReportData, plural
+from reporting.model import (
+    OUTCOME_COLORS,
+    OUTCOME_TITLES,
+    TYPE_NAMES,
+    Chart,
+    Picture,
+    ReportData,
+    image_subtype,
+    plural,
+)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
@@ -20,8 +29,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
 def data_uri(image: bytes) -> str:
     """An image inline (a PNG chart or a JPEG picture), so the files open in a browser and the artifact shows
     it; the e-mail swaps it for a Content-ID (mail clients block data URIs)."""
-    kind = "jpeg" if image.startswith(b"\xff\xd8") else "png"
-    return f"data:image/{kind};base64," + base64.b64encode(image).decode("ascii")
+    return f"data:image/{image_subtype(image)};base64," + base64.b64encode(image).decode("ascii")
 
 
 def image_src(image: Chart | Picture) -> str:

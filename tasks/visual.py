@@ -15,7 +15,7 @@ from tasks.retries import STEP_OPTIONS
 async def take_baselines(watch: VisualWatch, sites: list[SiteRecord], items: list[PlanItem],
                          before: dict[int, ProbeResult], settings: PipelineSettings) -> int:
     """Shoot the sites that passed the probe before and have a plugin, theme or core update planned (a site
-    already down has no look to keep); returns how many sites are watched now."""
+    already down has no look to keep); returns how many sites the night watches so far."""
     changing = {item.site_id for item in items if item.type in VISUAL_STEPS}
     chosen = [site for site in sites if site.id in changing and site.id in before and before[site.id].ok]
     async with probe_client(settings) as http:  # the sitemaps: a visitor's plain GETs

@@ -77,6 +77,14 @@ class TonightsBreaks:
             kept.untouchable.setdefault(item.site_id, []).append(item.slug)
         return kept
 
+    def tell_reviews(self, waiting: list[PlanItem]) -> None:
+        """Items waiting at the gate for the policy's own reasons are told when their version changed how a site
+        looks tonight, so that the person approving them knows."""
+        for item in waiting:
+            review = self.reviews.get((item.type, item.slug, item.to_version or ""))
+            if review and review not in (item.reason or ""):
+                item.reason = f"{item.reason}; {review}" if item.reason else review
+
     def learn_review(self, look: SiteLook, applied: list[PlanItem]) -> None:
         """A site that looks different (the review band) after a step: the versions the step applied to it wait
         for a person before they go to more sites tonight."""

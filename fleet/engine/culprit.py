@@ -33,7 +33,7 @@ class Switchboard(Protocol):
 
     async def activate(self, slugs: list[str]) -> None: ...  # raises ChildUnreachable
 
-    async def home_page_ok(self) -> bool: ...
+    async def home_page_ok(self) -> bool: ...  # the home page answers (and no page looks broken, where one did)
 
     async def child_unreachable(self) -> str | None: ...  # why the child does not answer, or None
 
@@ -123,8 +123,8 @@ async def contain_site(step: UpdateType, applied: list[PlanItem], policy: Policy
     culprit = next(item for item in suspects if item.slug == found.culprit)
     return Containment(
         step=step, status=ContainmentStatus.contained, culprit=suspect_of(culprit), rounds=found.rounds,
-        detail=f"{culprit.name or culprit.slug} {culprit.to_version} broke the home page; deactivated, the site "
-               f"answers again ({found.rounds} round(s) of deactivating and probing)",
+        detail=f"{culprit.name or culprit.slug} {culprit.to_version} broke the site; deactivated, the site passes "
+               f"its check again ({found.rounds} round(s) of deactivating and checking)",
         next_steps=f"{culprit.name or culprit.slug} stays deactivated and version {culprit.to_version} is held; "
                    f"restore version {culprit.from_version} or wait for a fixed release, then re-activate it")
 

@@ -88,10 +88,12 @@ class CohortResult:
 
     @classmethod
     def lane_failed(cls, cohort: str, lane: Lane, error: Exception) -> CohortResult:
-        """A lane whose step failed after its retries: its items are unknown, and the night says why."""
+        """A lane whose step failed after its retries: its items are unknown, and the night says why. An item the
+        lane sent to the approval gate (a version under review) is the gate's to account for."""
         sites = {site.id: site for site in lane.sites}
         reason = f"the run could not verify it: {error}"
-        return cls(items=[summary_item(item, sites[item.site_id], Outcome.unknown, reason) for item in lane.items],
+        return cls(items=[summary_item(item, sites[item.site_id], Outcome.unknown, reason) for item in lane.items
+                          if item.decision is not Decision.awaiting_approval],
                    errors=[f"cohort {cohort!r}, lane {lane.label}: a step failed: {error}"])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 
 from fleet.model.summary import (
@@ -28,7 +29,7 @@ from fleet.state.job_journal import OpenRun
 
 
 class MissingItems(RuntimeError):
-    """An item found at detection has no outcome: a bug, reported rather than hidden."""
+    """An item found at detection has no outcome, or more than one: a bug, reported rather than hidden."""
 
 
 def build_summary(
@@ -48,11 +49,13 @@ def build_summary(
     containments: dict[int, Containment] | None = None,
 ) -> Summary:
     items = not_attempted(plan) + attempted
-    keys = {(item.site_id, item.type, item.slug) for item in items}
+    keys = Counter((item.site_id, item.type, item.slug) for item in items)
     missing = [item for item in plan.items if (item.site_id, item.type, item.slug) not in keys]
-    if missing:
-        listed = ", ".join(f"site {i.site_id} {i.type} {i.slug}" for i in missing[:10])
-        raise MissingItems(f"{len(missing)} detected item(s) have no outcome: {listed}")
+    twice = [key for key, count in keys.items() if count > 1]
+    if missing or twice:
+        listed = ", ".join([f"site {i.site_id} {i.type} {i.slug}: no outcome" for i in missing[:10]]
+                           + [f"site {key[0]} {key[1]} {key[2]}: two outcomes" for key in twice[:10]])
+        raise MissingItems(f"{len(missing)} detected item(s) have no outcome, {len(twice)} more than one: {listed}")
     # a dry run lists what it would apply before what it would not
     items.sort(key=lambda item: (plan.dry_run and item.rule != DRY_RUN_RULE, item.site_id,
                                  list(type(item.type)).index(item.type), item.slug))

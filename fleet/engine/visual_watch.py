@@ -1,10 +1,13 @@
 """What a visitor sees of the sites the night updates (the policy's `visual:`).
 
 Before a site's first update its pages are shot twice, `baseline_gap_seconds` apart: the second shot shows what
-moves by itself. After each update step that touched it they are shot again and judged (`fleet.visual.verdict`).
-One Chromium serves the whole night, a few pages at a time: it loads the sites' own pages, never the dashboard's
-work. A site keeps its worst look of the night (the step that broke it, not the healthy shot after containment);
-the shots a containment takes to test a round are judged but never replace it.
+moves by itself. After each update step that touched it they are shot again and judged (`fleet.visual.verdict`)
+against the shot after the step before, so that a step is never blamed for an earlier step's change. One Chromium
+serves the whole night, a few pages at a time: it loads the sites' own pages, never the dashboard's work. A site
+keeps its worst look of the night (the first step that showed it, not the healthy shot after containment); the
+shots a containment takes to test a round are judged but never replace it. The watch is an extra pair of eyes:
+whatever goes wrong in it (a sitemap that is not one, a browser that will not start or crashes) is logged and
+leaves the night to its HTTP probes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from fleet.rules.plan import SiteRecord
 from fleet.visual.capture import CHROMIUM, PageCapture, Shot, chromium_path
 from fleet.visual.pages import PageTarget, pages_to_check
 from fleet.visual.policy import VisualPolicy
-from fleet.visual.verdict import PageVerdict, judge_pages, worst_band
+from fleet.visual.verdict import PageVerdict, judge_pages, page_key, worst_band
 
 log = logging.getLogger("fleet.visual")
 SHOTS_FOLDER = "visual"
@@ -37,6 +40,7 @@ class Baseline:
     pages: list[PageTarget]
     first: list[Shot]
     second: list[Shot]
+    reference: list[Shot]  # what the next step is scored against: the shots after the last step judged
 
 
 def shot_key(site: SiteRecord) -> str:
@@ -54,23 +58,26 @@ def page_look(verdict: PageVerdict, run_dir: Path) -> PageLook:
                     new_failed_requests=verdict.new_failed_requests, error=verdict.error)
 
 
-def worse_or_same(new: Band | None, old: Band | None) -> bool:
-    """Whether a new look replaces the one kept: a judged look beats none, a worse or equal band the older."""
-    if old is None:
-        return True
-    return new is not None and BAND_ORDER.index(new) >= BAND_ORDER.index(old)
+def worse(new: Band | None, old: Band | None) -> bool:
+    """Whether a new look replaces the one kept: a judged look beats none, a worse band a better one (an equal
+    one does not: the step that first showed it stays, with the images the gate's reason names)."""
+    if new is None:
+        return False
+    return old is None or BAND_ORDER.index(new) > BAND_ORDER.index(old)
 
 
 class VisualWatch:
     """`async with VisualWatch(policy, run_dir, ...) as watch`: baselines, then a look after each step."""
 
     def __init__(self, policy: VisualPolicy, run_dir: Path, *, concurrency: int, probe_template: str | None,
-                 verify_tls: bool = True) -> None:
+                 verify_tls: bool = True, sitemap_concurrency: int = 8) -> None:
         self.policy, self.run_dir, self.probe_template = policy, run_dir, probe_template
         self.capture = PageCapture(run_dir / SHOTS_FOLDER, concurrency=concurrency, verify_tls=verify_tls)
+        self.sitemap_concurrency = sitemap_concurrency
         self.baselines: dict[int, Baseline] = {}
         self.looks: dict[int, SiteLook] = {}
-        self._rounds = 0
+        self.off: str | None = None  # why the watch stopped looking tonight
+        self._shots = 0
 
     @classmethod
     def for_night(cls, policy: VisualPolicy | None, run_dir: Path, settings: PipelineSettings) -> VisualWatch | None:
@@ -82,60 +89,116 @@ class VisualWatch:
                         "(install Debian's `chromium`)", CHROMIUM)
             return None
         return cls(policy, run_dir, concurrency=settings.visual_concurrency,
-                   probe_template=settings.probe_url_template, verify_tls=settings.verify_tls)
+                   probe_template=settings.probe_url_template, verify_tls=settings.verify_tls,
+                   sitemap_concurrency=settings.probe_concurrency)
 
     async def __aenter__(self) -> VisualWatch:
-        await self.capture.__aenter__()
+        try:
+            await self.capture.__aenter__()
+        except Exception as error:  # noqa: BLE001 - a browser that will not start must not stop the night
+            self.stop(f"Chromium did not start: {error}")
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.capture.__aexit__(exc_type, exc, tb)
 
+    def stop(self, why: str) -> None:
+        """No more shots tonight (said once): the HTTP probes go on alone."""
+        if self.off is None:
+            log.warning("visual checks are off for the rest of the night: %s", why)
+        self.off = why
+
     def home(self, site: SiteRecord) -> str:
         return probe_url(site.url, self.probe_template)
 
     async def take_baselines(self, sites: list[SiteRecord], http: httpx.AsyncClient) -> None:
-        """Both baseline shots of every page of the sites not watched yet (a site's baseline is its first)."""
+        """Both baseline shots of every page of the sites not watched yet (a site's baseline is its first). A site
+        whose pages cannot be listed is not watched, and says why."""
         new = [site for site in sites if site.id not in self.baselines]
-        if not new:
+        if not new or self.off:
             return
-        targets = await fan_out(new, lambda site: pages_to_check(http, self.home(site), self.policy), 8)
-        pages = {shot_key(site): found for site, found in zip(new, targets, strict=True)}
-        first = await self.capture.shoot_sites(pages, self.policy.viewports, "before")
-        await asyncio.sleep(self.policy.baseline_gap_seconds)
-        second = await self.capture.shoot_sites(pages, self.policy.viewports, "before-2")
+
+        async def pages_of(site: SiteRecord) -> list[PageTarget] | None:
+            try:
+                return await pages_to_check(http, self.home(site), self.policy)
+            except Exception as error:  # noqa: BLE001 - the sitemap is the site's own text
+                log.warning("site %s is not watched tonight: its pages could not be listed: %s", site.name, error)
+                return None
+
+        found = await fan_out(new, pages_of, self.sitemap_concurrency)
+        pages = {shot_key(site): targets for site, targets in zip(new, found, strict=True) if targets}
+        try:
+            first = await self.capture.shoot_sites(pages, self.policy.viewports, "before")
+            await asyncio.sleep(self.policy.baseline_gap_seconds)
+            second = await self.capture.shoot_sites(pages, self.policy.viewports, "before-2")
+        except Exception as error:  # noqa: BLE001 - a crashed browser
+            self.stop(f"the baseline shots failed: {error}")
+            return
         for site in new:
             key = shot_key(site)
-            self.baselines[site.id] = Baseline(pages[key], [s for s in first if s.site == key],
-                                               [s for s in second if s.site == key])
+            if key in pages:
+                mine = [s for s in first if s.site == key]
+                self.baselines[site.id] = Baseline(pages[key], mine, [s for s in second if s.site == key], mine)
 
     async def look_after(self, sites: list[SiteRecord], step: UpdateType) -> dict[int, SiteLook]:
-        """The watched sites' pages shot after `step` and judged; each site's worst look of the night is kept."""
+        """The watched sites' pages shot after `step` and judged against the shots after the step before; each
+        site's worst look of the night is kept, and what the step left becomes the next step's reference."""
         watched = [site for site in sites if site.id in self.baselines]
-        looks = await self._judge(watched, step, f"after-{step.value}")
-        for site_id, look in looks.items():
-            if worse_or_same(look.band, self.looks[site_id].band if site_id in self.looks else None):
-                self.looks[site_id] = look
+        try:
+            looks, shots = await self._judge(watched, step, "after")
+        except Exception as error:  # noqa: BLE001 - a crashed browser, a disk full
+            self.stop(f"the shots after the {step.value} updates failed: {error}")
+            return {}
+        for site in watched if looks else []:
+            look = looks[site.id]
+            if worse(look.band, self.looks[site.id].band if site.id in self.looks else None):
+                self.looks[site.id] = look
+            if look.band is not Band.broken:  # a broken site gets nothing more: its reference no longer matters
+                self._move_reference(self.baselines[site.id], shots[site.id])
         return looks
 
     async def still_broken(self, site: SiteRecord, step: UpdateType) -> bool:
-        """A containment's round: does the site still look broken? (Judged, never kept as its look.)"""
-        self._rounds += 1
-        looks = await self._judge([site], step, f"round-{self._rounds}")
-        return looks[site.id].band is Band.broken
+        """A containment's round: does the site still look broken? (Judged, never kept as its look; when the
+        shots fail, it does: the bisection then switches every suspect back on.)"""
+        try:
+            looks, _ = await self._judge([site], step, "round")
+        except Exception as error:  # noqa: BLE001
+            log.warning("site %s: a containment round's shots failed: %s", site.name, error)
+            return True
+        return site.id not in looks or looks[site.id].band is Band.broken
 
-    async def _judge(self, sites: list[SiteRecord], step: UpdateType, label: str) -> dict[int, SiteLook]:
+    @staticmethod
+    def _move_reference(baseline: Baseline, shots: list[Shot]) -> None:
+        taken = {page_key(shot): shot for shot in shots if shot.path is not None}
+        baseline.reference = [taken.get(page_key(shot), shot) for shot in baseline.reference]
+
+    async def _judge(self, sites: list[SiteRecord], step: UpdateType, label: str
+                     ) -> tuple[dict[int, SiteLook], dict[int, list[Shot]]]:
+        """Shoot and judge; a page whose shot failed is shot once more before it counts as broken (a page that
+        loaded for both baselines may time out once on a busy host)."""
+        if self.off or not sites:
+            return {}, {}
+        self._shots += 1
+        name = f"{label}-{step.value}-{self._shots}"
         pages = {shot_key(site): self.baselines[site.id].pages for site in sites}
-        shots = await self.capture.shoot_sites(pages, self.policy.viewports, label)
-        looks = {}
+        shots = await self.capture.shoot_sites(pages, self.policy.viewports, name)
+        failed = {shot.site for shot in shots if shot.path is None}
+        if failed:
+            again = await self.capture.shoot_sites({key: pages[key] for key in failed}, self.policy.viewports,
+                                                   f"{name}-again")
+            retaken = {page_key(shot): shot for shot in again}
+            shots = [retaken.get(page_key(shot), shot) if shot.path is None else shot for shot in shots]
+        looks, by_site = {}, {}
         for site in sites:
             key, baseline = shot_key(site), self.baselines[site.id]
-            verdicts = judge_pages(baseline.first, baseline.second, [s for s in shots if s.site == key], self.policy)
+            by_site[site.id] = [s for s in shots if s.site == key]
+            verdicts = judge_pages(baseline.first, baseline.second, by_site[site.id], self.policy,
+                                   reference=baseline.reference)
             looks[site.id] = SiteLook(site_id=site.id, site_url=site.url, site_name=site.name, client=site.client,
                                       step=step, band=worst_band(verdicts),
                                       pages=[page_look(v, self.run_dir) for v in verdicts])
-        return looks
+        return looks, by_site
 
     def finish(self) -> list[SiteLook]:
         """The night's looks, broken first, then for review, then the rest. Only the images a report shows stay

@@ -206,7 +206,8 @@ class PageLook(BaseModel):
 
 
 class SiteLook(BaseModel):
-    """What a visitor saw of one site before the first update and after the last (or the step that broke it)."""
+    """What a visitor saw of one site tonight: the worst look of the night, the first step that showed it (its
+    `before` is the shot before that step)."""
 
     site_id: int
     site_url: str

@@ -11,6 +11,7 @@ from fleet.model.summary import Containment, HealthCheck, Item, Outcome, SiteAla
 
 # applied, or perhaps applied (no answer); an item that failed or did not move was never applied: not a suspect
 SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown)  # in that order
+SENT_OUTCOMES = (*SUSPECT_OUTCOMES, Outcome.failed, Outcome.unchanged)  # the night sent it: the site was touched
 
 
 class SitesBrokenByRun(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
@@ -49,13 +50,13 @@ def judge_sites(
     `sites` are (id, url, name, client). Broken: the probe before the updates passed, and a probe after an update
     step failed (`containments`: what was done about it; a site contained since answers again) or the check after
     fails, and the night sent updates to the site. Suspects are the site's items applied or perhaps applied
-    (`updated`, `unknown`); a site broken after a step has that step's items as suspects, and a contained site its
-    one culprit. Already down: the probe before the updates failed.
+    (`updated`, `unknown`; the failed ones only when nothing else was); a site broken after a step has that step's
+    items as suspects, and a contained site its one culprit. Already down: the probe before the updates failed.
     """
     containments = containments or {}
     attempted: dict[int, list[Item]] = {}
     for item in items:
-        if item.outcome in SUSPECT_OUTCOMES:
+        if item.outcome in SENT_OUTCOMES:
             attempted.setdefault(item.site_id, []).append(item)
     broken, down = [], []
     for site_id, url, name, client in sites:
@@ -69,7 +70,10 @@ def judge_sites(
             down.append(alarm.model_copy(update={"saw": f"before the updates: {check.before_error}; after: {saw}"}))
         elif site_id in containments or (check.before_ok and not check.healthy and site_id in attempted):
             contained = containments.get(site_id)
-            suspects = sorted(attempted.get(site_id, []), key=lambda item: SUSPECT_OUTCOMES.index(item.outcome))
+            sent = attempted.get(site_id, [])
+            # a failed upgrade can leave a site broken (WordPress's .maintenance left behind): then it is the suspect
+            suspects = sorted([item for item in sent if item.outcome in SUSPECT_OUTCOMES] or sent,
+                              key=lambda item: SENT_OUTCOMES.index(item.outcome))
             if contained is not None and contained.culprit is not None:
                 culprit = contained.culprit
                 suspects = [item for item in suspects if (item.type, item.slug) == (culprit.type, culprit.slug)]

@@ -89,14 +89,16 @@ def diff_image(after: np.ndarray, changed: np.ndarray, mask: np.ndarray) -> Imag
 
 
 def compare(baseline: Path, second_baseline: Path, after: Path, pass_threshold: float, fail_threshold: float,
-            diff_path: Path | None = None) -> VisualDiff:
-    """Score the shot `after` against `baseline`, masking what differs between the two baselines; write the
-    diff image to `diff_path` when given."""
+            diff_path: Path | None = None, reference: Path | None = None) -> VisualDiff:
+    """Score the shot `after` against `reference` (by default `baseline`: a later step is scored against the shot
+    after the step before it), masking what differs between the two baselines; write the diff image to
+    `diff_path` when given."""
     first, second, later = load_rgb(baseline), load_rgb(second_baseline), load_rgb(after)
-    height = max(first.shape[0], second.shape[0], later.shape[0])
-    width = max(first.shape[1], second.shape[1], later.shape[1])
+    before = first if reference is None else load_rgb(reference)
+    height = max(first.shape[0], second.shape[0], later.shape[0], before.shape[0])
+    width = max(first.shape[1], second.shape[1], later.shape[1], before.shape[1])
     mask = widen_to_blocks(changed_pixels(first, second, height, width))
-    changed = changed_pixels(first, later, height, width)
+    changed = changed_pixels(before, later, height, width)
     compared = int((~mask).sum())
     changed_outside = int((changed & ~mask).sum())
     score = changed_outside / compared if compared else 1.0  # all of it moves by itself: nothing to trust
@@ -109,7 +111,7 @@ def compare(baseline: Path, second_baseline: Path, after: Path, pass_threshold: 
         changed_pixels=changed_outside,
         compared_pixels=compared,
         masked_pixels=int(mask.sum()),
-        size_before=(first.shape[1], first.shape[0]),
+        size_before=(before.shape[1], before.shape[0]),
         size_after=(later.shape[1], later.shape[0]),
         diff_path=diff_path,
     )

@@ -33,10 +33,13 @@ def _new(after: list[str], *before: list[str]) -> list[str]:
     return [line for line in dict.fromkeys(after) if line not in seen]
 
 
-def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy) -> PageVerdict:
-    """One page at one viewport. A page that shot fine before and not after is broken; one without two
-    baselines cannot be judged."""
-    verdict = PageVerdict(first.site, first.page, first.viewport, first.url, None, before=first.path,
+def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy, reference: Shot | None = None
+               ) -> PageVerdict:
+    """One page at one viewport, scored against `reference` (the shot after the step before; by default the
+    first baseline). A page that shot fine before and not after is broken; one without two baselines cannot be
+    judged."""
+    reference = reference if reference is not None and reference.path is not None else first
+    verdict = PageVerdict(first.site, first.page, first.viewport, first.url, None, before=reference.path,
                           after=after.path,
                           new_console_errors=_new(after.console_errors, first.console_errors, second.console_errors),
                           new_failed_requests=_new(after.failed_requests, first.failed_requests,
@@ -48,21 +51,26 @@ def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy) -> 
         verdict.band, verdict.error = Band.broken, f"no screenshot after the update: {after.error}"
         return verdict
     diff_path = after.path.with_name(after.path.name.replace(".png", ".diff.png"))
-    result = compare(first.path, second.path, after.path, policy.pass_threshold, policy.fail_threshold, diff_path)
+    result = compare(first.path, second.path, after.path, policy.pass_threshold, policy.fail_threshold, diff_path,
+                     reference=reference.path)
     verdict.band, verdict.score, verdict.diff = result.band, result.score, diff_path
     return verdict
 
 
-def judge_pages(first: list[Shot], second: list[Shot], after: list[Shot], policy: VisualPolicy) -> list[PageVerdict]:
-    """Match the three sets of shots by (site, page, viewport) and judge each page found in the first."""
-    def key(shot: Shot) -> tuple[str, str, Viewport]:
-        return shot.site, shot.page, shot.viewport
+def page_key(shot: Shot) -> tuple[str, str, Viewport]:
+    return shot.site, shot.page, shot.viewport
 
-    seconds, afters = {key(s): s for s in second}, {key(s): s for s in after}
+
+def judge_pages(first: list[Shot], second: list[Shot], after: list[Shot], policy: VisualPolicy,
+                reference: list[Shot] | None = None) -> list[PageVerdict]:
+    """Match the sets of shots by (site, page, viewport) and judge each page found in the first."""
+    seconds, afters = {page_key(s): s for s in second}, {page_key(s): s for s in after}
+    references = {page_key(s): s for s in reference or []}
     verdicts = []
     for shot in first:
         missing = Shot(shot.site, shot.page, shot.viewport, shot.url, error="not shot")
-        verdicts.append(judge_page(shot, seconds.get(key(shot), missing), afters.get(key(shot), missing), policy))
+        verdicts.append(judge_page(shot, seconds.get(page_key(shot), missing), afters.get(page_key(shot), missing),
+                                   policy, references.get(page_key(shot))))
     return verdicts
 
 

@@ -69,3 +69,7 @@ def test_a_version_that_changed_a_sites_look_waits_at_the_gate_until_a_person_ap
                             "changed (see visual/1/desktop/home.after-plugin.diff.png)")
     gated.decision, gated.approved_by = Decision.apply, "Ada"  # the gate's answer: its pass sends it
     assert breaks.withhold([gated], {}).sent == [gated]
+    by_policy = item(4, "slider", "5.0").model_copy(update={"decision": Decision.awaiting_approval,
+                                                             "reason": "a major version"})
+    breaks.tell_reviews([by_policy, item(5, "forms", "1.1")])  # the approver hears of the review too
+    assert by_policy.reason.startswith("a major version; version 5.0 changed how Shop looks")

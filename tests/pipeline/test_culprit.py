@@ -151,3 +151,5 @@ def test_suspects_are_the_items_applied_by_the_step_that_broke_the_site() -> Non
     # failed and unchanged items were never applied; the translations passed their own probe before the plugins
     assert [s.slug for s in after_the_night[0].suspects] == ["de_DE", "forms", "seo"]
     assert [s.slug for s in after_a_step[0].suspects] == ["forms", "seo"]
+    only_failed, _ = judge_sites(items[3:], sites, checks, None)  # still broken by the night: a failed upgrade
+    assert [s.slug for s in only_failed[0].suspects] == ["cache", "blocks"]

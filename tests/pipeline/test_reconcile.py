@@ -177,3 +177,21 @@ def test_set_aside_sites_with_different_slugs_share_a_call_when_their_filters_al
     for call in calls:
         for site_id in call.site_ids:
             assert not set(call.slugs) & set(untouchable.get(site_id, []))
+
+
+def test_a_failed_lane_leaves_the_items_it_sent_to_the_gate_to_the_gate():
+    from fleet.engine.lanes import Lane
+    from fleet.engine.night import CohortResult
+
+    plan = Plan(run_id="r", created_at=datetime(2026, 11, 21, tzinfo=UTC), sites=list(SITES.values()),
+                items=[item(1), item(2)])
+    gated = plan.items[1]
+    gated.decision, gated.reason = Decision.awaiting_approval, "version 1.1 changed how Site 1 looks"
+    failed = CohortResult.lane_failed("all", Lane("1-of-1", [SITES[1], SITES[2]], plan.items), RuntimeError("boom"))
+    assert [(i.site_id, i.outcome) for i in failed.items] == [(1, Outcome.unknown)]
+    summary = build_summary(plan=plan, attempted=failed.items, jobs=[], cohorts=[], checks={}, clients=[],
+                            errors=[], finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
+    assert sorted(i.site_id for i in summary.items) == [1, 2]  # one outcome each
+    with pytest.raises(MissingItems, match="site 1 plugin a/a.php: two outcomes"):
+        build_summary(plan=plan, attempted=failed.items + failed.items, jobs=[], cohorts=[], checks={}, clients=[],
+                      errors=[], finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))

@@ -58,3 +58,14 @@ def test_a_noisy_pixel_masks_its_block_and_the_blocks_around_it() -> None:
                                              (0.05, Band.review), (0.0501, Band.broken)])
 def test_bands(score: float, band: Band) -> None:
     assert band_of(score, 0.005, 0.05) is band
+
+
+def test_a_later_step_is_scored_against_the_shot_after_the_step_before(tmp_path: Path) -> None:
+    night_before = page(tmp_path / "before.png")
+    again = page(tmp_path / "before-2.png")
+    after_plugins = page(tmp_path / "plugins.png", boxes=((0, 0, 12, 200, 90),))  # a notice bar: 3% of the page
+    after_theme = page(tmp_path / "theme.png", boxes=((0, 0, 12, 200, 90), (300, 0, 312, 200, 60)))
+    against_the_night = compare(night_before, again, after_theme, 0.005, 0.05)
+    against_the_step = compare(night_before, again, after_theme, 0.005, 0.05, reference=after_plugins)
+    assert against_the_night.score == pytest.approx(0.06) and against_the_night.band is Band.broken
+    assert against_the_step.score == pytest.approx(0.03) and against_the_step.band is Band.review

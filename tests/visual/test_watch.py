@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet.engine.visual_watch import VisualWatch, worse_or_same
+from fleet.engine.visual_watch import VisualWatch, worse
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Band, PageLook, SiteLook, UpdateType
 from fleet.visual.policy import VisualPolicy
 
 
 def test_a_site_keeps_its_worst_look_of_the_night() -> None:
-    assert worse_or_same(Band.healthy, None) and worse_or_same(None, None)
-    assert worse_or_same(Band.broken, Band.review) and worse_or_same(Band.review, Band.review)  # the later one
-    assert not worse_or_same(Band.healthy, Band.review) and not worse_or_same(None, Band.healthy)
+    assert worse(Band.healthy, None) and not worse(None, None) and not worse(None, Band.healthy)
+    assert worse(Band.broken, Band.review) and not worse(Band.healthy, Band.review)
+    assert not worse(Band.review, Band.review)  # the step that first showed it stays, with the images it named
 
 
 def page(run_dir: Path, site: str, name: str, band: Band) -> PageLook:
@@ -52,3 +52,17 @@ def test_no_watch_without_the_policys_visual_key(tmp_path: Path) -> None:
     settings = PipelineSettings()
     assert VisualWatch.for_night(None, tmp_path, settings) is None
     assert VisualWatch.for_night(VisualPolicy(enabled=False), tmp_path, settings) is None
+
+
+async def test_a_browser_that_will_not_start_leaves_the_night_to_its_probes(tmp_path: Path, caplog) -> None:
+    from fleet.rules.plan import SiteRecord
+
+    watch = VisualWatch(VisualPolicy(), tmp_path, concurrency=1, probe_template=None)
+    watch.capture.executable = str(tmp_path / "no-chromium")
+    site = SiteRecord(id=1, url="https://shop.example/", name="Shop")
+    async with watch:
+        await watch.take_baselines([site], http=None)  # type: ignore[arg-type] - never reached
+        assert await watch.look_after([site], UpdateType.plugin) == {}
+        assert await watch.still_broken(site, UpdateType.plugin)  # the bisection switches every suspect back on
+    assert watch.off and "Chromium did not start" in watch.off and not watch.baselines
+    assert caplog.text.count("visual checks are off for the rest of the night") == 1
