@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,9 @@ import httpx
 from rich.console import Console
 
 from cli.demo import dashboard_environment
+from cli.local_prefect import LocalPrefectServer, command_path
 from emulator.config import EmulatorConfig
-from emulator.testing import EmulatorServer, free_port
+from emulator.testing import EmulatorServer
 from fleet.engine.estate import ESTATE_FILE, Estate, find_run_dir
 
 POOL = "fleet-maintenance"
@@ -32,11 +32,6 @@ FAN_OUT = "maintain-dashboards/maintain-dashboards"
 REPOSITORY = Path(__file__).resolve().parent.parent
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 _UUID = re.compile(r"UUID: ([0-9a-f-]{36})")
-
-
-def command_path(name: str) -> str:
-    """`prefect` and `fleet` from this interpreter's environment."""
-    return str(Path(sys.executable).with_name(name))
 
 
 @dataclass
@@ -68,6 +63,7 @@ class LocalEstate:
     commands: list[list[str]] = field(default_factory=list)
     emulators: dict[str, EmulatorServer] = field(default_factory=dict)
     api_url: str = ""
+    _server: LocalPrefectServer | None = field(default=None, repr=False)
     _processes: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
     _env: dict[str, str] = field(default_factory=dict, repr=False)  # the environment: never in a repr
 
@@ -93,21 +89,18 @@ class LocalEstate:
     def start(self) -> None:
         self.output = self.output.resolve()
         self.logs.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        self.api_url = f"http://127.0.0.1:{port}/api"
+        self._server = LocalPrefectServer(self.output / ".prefect")
+        self.commands.append(self._server.argv)
+        self._server.start()
+        self.api_url = self._server.api_url
         self._env = {
-            **os.environ,
-            "PREFECT_HOME": str(self.output / ".prefect"),
-            "PREFECT_API_URL": self.api_url,
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            **self._server.environment(),
             "PREFECT_WORKER_QUERY_SECONDS": "2",  # a worker asks for work every 2 s (default 10)
             "FLEET_REPORT_DIR": str(self.report_dir),
             "FLEET_SMTP_HOST": "",  # messages are written as .eml files beside each report
             "FLEET_REPORT_TO": os.environ.get("FLEET_REPORT_TO") or "operator@example.com",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(self.source), os.environ.get("PYTHONPATH")])),
         }
-        self._spawn("server", [command_path("prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)])
-        self._wait_for_server()
         self._run([command_path("prefect"), "work-pool", "create", POOL, "--type", "process", "--overwrite"])
         for number in range(1, self.dashboards + 1):
             block = f"dashboard-{number}"
@@ -144,7 +137,7 @@ class LocalEstate:
         return EstateRun(flow_run_id, state, done.stdout, Estate.read(directory), directory)
 
     def stop(self) -> None:
-        """Workers first, then the server (each started in its own process group), then the dashboards."""
+        """Workers first (each started in its own process group), then the server, then the dashboards."""
         for process in reversed(self._processes):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
@@ -155,6 +148,8 @@ class LocalEstate:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self._processes.clear()
+        if self._server is not None:
+            self._server.stop()
         for server in self.emulators.values():
             if server.app is not None:
                 server.stop()
@@ -183,18 +178,6 @@ class LocalEstate:
                 return str(state.get("type"))
             time.sleep(1)
 
-    def _wait_for_server(self, timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._processes[0].poll() is not None:
-                raise RuntimeError(f"prefect server start exited; see {self.logs / 'server.log'}")
-            try:
-                if httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"the Prefect server did not answer within {timeout:g} s; see {self.logs / 'server.log'}")
 
 
 def run_estate_demo(output: Path, *, dashboards: int, workers: int, sites: int, faults: str, time_scale: float,

@@ -10,13 +10,9 @@ Chromium is installed (`apt-get install chromium`; CI installs it).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from cli.local_prefect import LocalPrefectServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -77,48 +75,16 @@ class PrefectUI:
         return answer.json()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def prefect_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrefectUI]:
     """`prefect server start` on a free port with a home of its own, the deployments and one saved block."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    home = tmp_path_factory.mktemp("prefect-ui")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
-    env |= {"PREFECT_HOME": str(home), "PREFECT_UI_API_URL": f"{url}/api", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                               "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prefect server start did not answer: {(home / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+    with LocalPrefectServer(tmp_path_factory.mktemp("prefect-ui")) as server:
         registered = subprocess.run([sys.executable, "-c", REGISTER], cwd=ROOT, capture_output=True, text=True,
-                                    env=env | {"PREFECT_API_URL": f"{url}/api"}, timeout=300)
+                                    env=server.environment(), timeout=300)
         line = next((line for line in registered.stdout.splitlines() if line.startswith("REGISTERED ")), None)
         assert line, f"registering the deployments failed:\n{registered.stdout[-2000:]}\n{registered.stderr[-3000:]}"
         answer = json.loads(line.removeprefix("REGISTERED "))
-        yield PrefectUI(url, answer["deployments"], answer["block"])
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
+        yield PrefectUI(server.url, answer["deployments"], answer["block"])
 
 
 @pytest.fixture(scope="module")

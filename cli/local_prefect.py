@@ -1,0 +1,92 @@
+"""`prefect server start` on a free loopback port with a home of its own: the server the estate demo, the soak and
+the tests that need Prefect's real services (its scheduler, its UI) run against, started as an operator starts it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from emulator.testing import free_port
+
+
+def command_path(name: str) -> str:
+    """`prefect` and `fleet` from this interpreter's environment."""
+    return str(Path(sys.executable).with_name(name))
+
+
+def clean_environment(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without its PREFECT_* settings (a test harness's API URL among them), a Prefect
+    home of its own and telemetry off; `extra` on top."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    return env | {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"} | extra
+
+
+class LocalPrefectServer:
+    """`with LocalPrefectServer(home) as server: server.api_url`; the server stops (its whole process group) when
+    the block ends. `settings` are PREFECT_* variables for the server (a short scheduler loop, say)."""
+
+    def __init__(self, home: Path, settings: dict[str, str] | None = None, startup_timeout: float = 180) -> None:
+        self.home = home.resolve()
+        self.settings = settings or {}
+        self.startup_timeout = startup_timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api_url = f"{self.url}/api"
+        self.log = self.home / "server.log"
+        self.argv = [command_path("prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        """The environment a client of this server runs in: its API URL, the server's home."""
+        return clean_environment(self.home, PREFECT_API_URL=self.api_url, **extra)
+
+    def start(self) -> LocalPrefectServer:
+        self.home.mkdir(parents=True, exist_ok=True)
+        env = clean_environment(self.home, PREFECT_UI_API_URL=self.api_url, **self.settings)
+        with self.log.open("wb") as log:  # the process keeps its own handle
+            self._process = subprocess.Popen(self.argv, env=env, stdout=log,  # noqa: S603 - our own command
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_until_healthy()
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def __enter__(self) -> LocalPrefectServer:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def _wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise RuntimeError(f"prefect server start exited {self._process.returncode}; see {self.log}")
+            try:
+                if httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the Prefect server did not answer within {self.startup_timeout:g} s; see {self.log}")

@@ -1,0 +1,91 @@
+"""The nightly schedule creates runs: a real `prefect server start` from the installed set, its scheduler on a short
+loop (Prefect's own setting), and `fleet serve` registering the deployments as an operator starts it.
+
+With sqlalchemy 2.1 Prefect 3.8.8's scheduler failed on every loop ("Can't evaluate bulk DML statement"), so no
+scheduled run ever appeared while `fleet serve` said it was polling for them: the first test failed on that lock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from cli.local_prefect import LocalPrefectServer, command_path
+
+NIGHTLY = ("nightly-maintenance", "nightly")
+BERLIN = ZoneInfo("Europe/Berlin")
+SHORT_LOOP = {"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}
+
+
+def scheduled_runs(server: LocalPrefectServer) -> list[dict]:
+    flow, deployment = NIGHTLY
+    body = {"flows": {"name": {"any_": [flow]}}, "deployments": {"name": {"any_": [deployment]}},
+            "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}}, "sort": "EXPECTED_START_TIME_ASC"}
+    answer = httpx.post(f"{server.api_url}/flow_runs/filter", json=body, timeout=30)
+    answer.raise_for_status()
+    return answer.json()
+
+
+@contextmanager
+def fleet_serve(server: LocalPrefectServer, directory: Path, **settings: str) -> Iterator[Callable[[], str]]:
+    """`fleet serve` against the server, started in `directory`; yields a reader of what it printed so far."""
+    output = directory / f"serve-{time.monotonic_ns()}.log"
+    env = server.environment(COLUMNS="200", **settings)
+    with output.open("wb") as log:
+        serving = subprocess.Popen([command_path("fleet"), "serve"], env=env, cwd=directory, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield lambda: output.read_text(errors="replace")
+    finally:
+        if serving.poll() is None:
+            os.killpg(serving.pid, signal.SIGINT)  # as Ctrl-C or systemd's stop would
+            try:
+                serving.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(serving.pid, signal.SIGKILL)
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 90) -> object:
+    deadline = time.monotonic() + timeout
+    while not (found := condition()) and time.monotonic() < deadline:
+        time.sleep(1)
+    return found
+
+
+def test_the_nightly_schedule_creates_runs_on_the_installed_prefect(tmp_path: Path) -> None:
+    settings = {"FLEET_SCHEDULE_CRON": "30 3 * * *", "FLEET_SCHEDULE_TIMEZONE": "Europe/Berlin",
+                "FLEET_SCHEDULE_CHECK_SECONDS": "60"}
+    with LocalPrefectServer(tmp_path / "prefect", SHORT_LOOP) as server:
+        for start in ("first start", "restart"):  # a service restarted (systemd, a reboot) schedules again
+            with fleet_serve(server, tmp_path, **settings) as printed:
+                runs = wait_for(lambda: scheduled_runs(server))
+                assert runs, f"{start}: no scheduled run of the nightly deployment in 90 s:\n{printed()[-3000:]}\n" \
+                    + server.log.read_text(errors="replace")[-3000:]
+                starts = [datetime.fromisoformat(run["expected_start_time"]) for run in runs]
+                assert all(start > datetime.now(UTC) for start in starts)
+                assert {start.astimezone(BERLIN).strftime("%H:%M") for start in starts} == {"03:30"}
+                # fleet serve says when the night runs next, as the server scheduled it
+                assert wait_for(lambda: "nightly-maintenance/nightly: next runs" in printed()), printed()[-3000:]
+                assert f"{starts[0].astimezone(BERLIN):%Y-%m-%d} 03:30" in printed(), printed()[-3000:]
+                assert "WARNING" not in printed()
+        assert "Traceback" not in server.log.read_text(errors="replace")
+
+
+def test_fleet_serve_warns_when_the_server_schedules_nothing(tmp_path: Path) -> None:
+    off = {"PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false"}
+    with LocalPrefectServer(tmp_path / "prefect", off) as server, \
+            fleet_serve(server, tmp_path, FLEET_SCHEDULE_CHECK_SECONDS="4") as printed:
+        assert wait_for(lambda: "WARNING" in printed()), printed()[-3000:]
+        warning = next(line for line in printed().splitlines() if "WARNING" in line)
+        assert "no run of nightly-maintenance/nightly" in warning
+        assert "nothing will run" in warning and "scheduler" in warning
+        assert not scheduled_runs(server)
