@@ -40,5 +40,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/nightly.py
 	$(BIN)/python bench/wire.py
 
+# Everything the commands above made in the checkout (the venv, caches, the demo's output and state, benchmark
+# results), each named as it goes; a .env and anything else you made stay.
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	@for path in $(VENV) .pytest_cache .ruff_cache *.egg-info build dist demo-output bench/results \
+		$$(find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print); do \
+		if [ -e "$$path" ]; then rm -rf "$$path" && echo "removed $$path"; fi; \
+	done

@@ -1,6 +1,7 @@
 """The `fleet` command: one entry point that ties the emulator, the client, the pipeline and the reports."""
 
 import os
+from typing import Annotated
 
 import typer
 
@@ -15,6 +16,7 @@ from cli.commands import (
     holds,
     nightly,
     report,
+    runs,
     serve,
     update,
 )
@@ -24,8 +26,21 @@ app = typer.Typer(
 )
 
 
+def print_version(wanted: bool) -> None:
+    if wanted:
+        import platform
+        from importlib.metadata import version
+
+        typer.echo(f"fleet-maintenance {version('fleet-maintenance')} (prefect {version('prefect')}, "
+                   f"python {platform.python_version()})")
+        raise typer.Exit()
+
+
 @app.callback()
-def quiet_prefect() -> None:
+def quiet_prefect(
+    show_version: Annotated[bool, typer.Option("--version", callback=print_version, is_eager=True,
+                                               help="Print the version and exit.")] = False,
+) -> None:
     """Prefect's telemetry is off for the project's commands unless the operator turned it on: it reaches for the
     internet, which an unattended night may not have, and printed a traceback on fresh Prefect homes. A
     temporary Prefect server (no PREFECT_API_URL) gets two minutes to start, not 20 s: a busy machine needs it."""
@@ -43,5 +58,6 @@ app.add_typer(demo.app, name="demo")
 app.add_typer(serve.app, name="serve")
 app.add_typer(blocks.app, name="blocks")
 app.add_typer(holds.app, name="holds")
+app.add_typer(runs.app, name="runs")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")

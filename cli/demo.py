@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,7 +13,8 @@ from typing import Any
 
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.model.summary import Summary
+from fleet.model.settings import STATE_FILE
+from fleet.model.summary import SUMMARY_FILE, Summary
 
 
 def dashboard_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
@@ -42,6 +44,26 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def fresh_start(output_dir: Path) -> list[str]:
+    """Forget what earlier demos left in `output_dir` (their state database: holds, first-seen dates, the journal;
+    their run directories and alerts), so that every demo's first night is the same; returns what was removed."""
+    removed = []
+    state = output_dir / STATE_FILE
+    if state.exists():
+        removed.append(f"the state database {state}")
+    for path in (state, state.with_name(STATE_FILE + "-wal"), state.with_name(STATE_FILE + "-shm")):
+        path.unlink(missing_ok=True)
+    runs = [path for path in output_dir.glob(f"*/{SUMMARY_FILE}")] if output_dir.is_dir() else []
+    for summary in runs:
+        shutil.rmtree(summary.parent)
+    if runs:
+        removed.append(f"{len(runs)} run director{'y' if len(runs) == 1 else 'ies'}")
+    if (output_dir / "alerts").is_dir():
+        shutil.rmtree(output_dir / "alerts")
+        removed.append("the alerts")
+    return removed
+
+
 @dataclass
 class DemoResult:
     run_dir: Path
@@ -60,8 +82,10 @@ def run_demo(
     nights: int = 1,
 ) -> list[DemoResult]:
     """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
-    fleet, so later reports show trends), and return what each night wrote."""
+    fleet, so later reports show trends), and return what each night wrote. The demo's home is `output_dir`: its
+    memory never mixes with an operator's (FLEET_HOME)."""
     from fleet.rules.breakage import SitesBrokenByRun
+    from fleet.rules.empty_night import NightDidNothing
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
@@ -70,14 +94,15 @@ def run_demo(
     mail = {"FLEET_SMTP_HOST": "", "FLEET_REPORT_TO": os.environ.get("FLEET_REPORT_TO") or "operator@example.com"}
     results = []
     scaled = {"FLEET_TIME_SCALE": str(config.time_scale)}  # the night on the emulator's clock
+    home = {"FLEET_HOME": str(output_dir), "FLEET_STATE_DB": str(output_dir / STATE_FILE)}
     with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **scaled,
-                                                        **mail}):
+                                                        **mail, **home}):
         for _ in range(nights):
             timeouts_before = server.emulator.capacity.gateway_timeouts
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
-            except SitesBrokenByRun as broken:  # the realistic faults break sites: the reports lead with them
-                summary_path = Path(broken.summary_path)
+            except (SitesBrokenByRun, NightDidNothing) as ended:  # the realistic faults break sites: the reports
+                summary_path = Path(ended.summary_path)  # lead with them
             run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())
             results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files,

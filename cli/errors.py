@@ -10,6 +10,8 @@ Exit codes (every command):
   5  the dashboard answered with an error (not found, invalid input, server error, unexpected answer)
   6  a waited-on job did not finish (timed out, stalled, or never started)
   7  the night broke sites (the run finished; the summary and the reports say which, and the suspects)
+  9  the night did nothing: it synced no site, or attempted none of its updates (a deadline passed, the dashboard
+     stopped answering); the summary and the reports say why
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from dashboard.errors import (
     PermissionDenied,
     TransportError,
 )
+from dashboard.home import SettingsError, setting_source, settings_problem
+from dashboard.settings import DashboardSettings
 from fleet.rules.breakage import SitesBrokenByRun
+from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.plan import NoSiteMatches
 from fleet.rules.policy import PolicyError
 
@@ -46,6 +51,7 @@ class ExitCode(IntEnum):
     API_ERROR = 5
     JOB_NOT_FINISHED = 6
     SITES_BROKEN = 7
+    NOTHING_DONE = 9
 
 
 def exit_code_for(error: DashboardError) -> ExitCode:
@@ -62,15 +68,29 @@ def exit_code_for(error: DashboardError) -> ExitCode:
     return ExitCode.API_ERROR
 
 
-EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, ValidationError)
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, NightDidNothing, SettingsError,
+            ValidationError)
 
 
 def dashboard_host() -> str:
-    """The dashboard's host and port from FLEET_BASE_URL (never a user name or password), or a placeholder."""
-    parts = urlsplit(os.environ.get("FLEET_BASE_URL", "").strip())
+    """The dashboard's host and port from FLEET_BASE_URL, wherever it was set (never a user name or password)."""
+    try:
+        url = DashboardSettings().base_url
+    except ValueError:  # the settings may be what is wrong: the raw variable, if any
+        url = os.environ.get("FLEET_BASE_URL", "")
+    parts = urlsplit(url.strip())
     if not parts.hostname:
-        return "(FLEET_BASE_URL)"
+        return "(FLEET_BASE_URL not set)"
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+
+
+def refused_credential(error: DashboardError) -> str:
+    """Which setting holds the credentials the dashboard refused, and where it was set: the Abilities API's login
+    or the REST API key."""
+    if "wp-abilities" in (error.path or ""):
+        return (f"the application password {setting_source('FLEET_ABILITIES_PASSWORD')} of "
+                f"{setting_source('FLEET_ABILITIES_USER')}")
+    return f"the REST API key {setting_source('FLEET_API_KEY')}"
 
 
 def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
@@ -80,16 +100,16 @@ def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
         if code is ExitCode.UNREACHABLE:
             return code, f"cannot reach the dashboard at {dashboard_host()}: {error}"
         if code is ExitCode.AUTHENTICATION:
-            return code, f"the dashboard at {dashboard_host()} refused the credentials: {error}"
+            return code, f"the dashboard at {dashboard_host()} refused {refused_credential(error)}: {error}"
         return code, str(error)
-    if isinstance(error, PolicyError | NoSiteMatches):
+    if isinstance(error, PolicyError | NoSiteMatches | SettingsError):
         return ExitCode.CONFIGURATION, str(error)
     if isinstance(error, SitesBrokenByRun):
         return ExitCode.SITES_BROKEN, str(error)
-    if isinstance(error, ValidationError):  # settings: name the field and the rule, never the value
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or e.get('ctx', {}).get('field', 'settings')}: "
-                             f"{e['msg']}" for e in error.errors())
-        return ExitCode.CONFIGURATION, f"invalid {error.title} settings: {problems}"
+    if isinstance(error, NightDidNothing):
+        return ExitCode.NOTHING_DONE, str(error)
+    if isinstance(error, ValidationError):  # settings: name the variable and where it was set, never the value
+        return ExitCode.CONFIGURATION, settings_problem(error)
     if type(error).__name__ == "ReportDeliveryError":  # reporting is imported only when a report is made
         return ExitCode.NEEDS_ATTENTION, str(error)
     return None

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
+from pydantic import ValidationError
 
 from dashboard.abilities import AbilityMethods
 from dashboard.errors import ConfigurationError
+from dashboard.home import settings_problem
 from dashboard.jobs import ProgressCallback, WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
 from dashboard.rest import RestMethods
@@ -45,14 +47,14 @@ class DashboardClient(RestMethods, AbilityMethods):
         try:
             return cls(DashboardSettings(**overrides))
         except ValueError as exc:
-            raise ConfigurationError(_settings_problem(exc)) from None
+            raise ConfigurationError(f"invalid dashboard settings: {_settings_problem(exc)}") from None
 
     @classmethod
     def from_block(cls, block: DashboardConnection, **overrides: Any) -> DashboardClient:
         try:
             return cls(block.settings(**overrides))
         except ValueError as exc:  # pydantic's message would quote the values: a URL's password among them
-            raise ConfigurationError(_settings_problem(exc)) from None
+            raise ConfigurationError(_settings_problem(exc, "the Dashboard Connection block")) from None
 
     @classmethod
     def from_credentials(
@@ -81,7 +83,7 @@ class DashboardClient(RestMethods, AbilityMethods):
             }
             settings = DashboardSettings.model_validate(values)
         except (KeyError, ValueError) as exc:
-            raise ConfigurationError(_settings_problem(exc)) from None
+            raise ConfigurationError(_settings_problem(exc, "the emulator's credentials")) from None
         return cls(settings, transport=transport)
 
     async def wait_for_job(
@@ -107,12 +109,10 @@ class DashboardClient(RestMethods, AbilityMethods):
                                   on_progress=on_progress)
 
 
-def _settings_problem(exc: Exception) -> str:
-    """A one-line description of bad settings that names the field, never its value."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        parts = [f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in errors()]
-        return "invalid dashboard settings: " + "; ".join(parts)
+def _settings_problem(exc: Exception, block: str | None = None) -> str:
+    """A one-line description of bad settings that names the variable or field, never its value."""
+    if isinstance(exc, ValidationError):
+        return settings_problem(exc, block)
     if isinstance(exc, KeyError):
         return f"dashboard credentials lack {exc.args[0]!r}"
     return f"invalid dashboard settings: {type(exc).__name__}"

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from dashboard.errors import ConfigurationError, DashboardError, InvalidResponse
+from dashboard.errors import ConfigurationError, DashboardError, InvalidResponse, TransportError
 from dashboard.settings import DashboardSettings, Namespace
 from dashboard.transport import Answer, Credentials, Transport, require
 
@@ -54,6 +54,8 @@ class Connection:
             answer = await self._transport.request(
                 "GET", f"{self.settings.base_url}/", credentials=Credentials(), params={"_fields": "namespaces"}
             )
+        except TransportError:
+            raise  # not reached at all: the address may be right, the dashboard down (exit 4, not 2)
         except DashboardError as exc:
             raise ConfigurationError(
                 f"could not read the REST index at {self.settings.base_url}/ to discover the namespace ({exc}); "

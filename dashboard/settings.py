@@ -1,4 +1,5 @@
-"""Connection settings: from `FLEET_*` environment variables or `.env` (pydantic-settings).
+"""Connection settings: from `FLEET_*` environment variables or a `.env` file (pydantic-settings; where those
+are: `dashboard/home.py`).
 
 `base_url` is the dashboard's REST prefix, e.g. `https://dash.example.com/wp-json`; the REST v2 root is
 `{base_url}/{namespace}/v2` and the abilities live at `{base_url}/wp-abilities/v1` unless `abilities_url`
@@ -11,28 +12,27 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from dashboard.home import FleetSettings
 
 Namespace = Literal["svc", "mainwp"]
 
 
-def _check_url(value: str, name: str) -> str:
+def _check_url(value: str) -> str:
     value = value.strip().rstrip("/")
     parts = urlsplit(value)
     if "@" in parts.netloc:  # never echo it: the password would land in a log or a terminal
-        raise ValueError(f"{name} must not carry a user name or password (http://user:password@host); put the "
+        raise ValueError("must not carry a user name or password (http://user:password@host); put the "
                          "credentials in FLEET_API_KEY and FLEET_ABILITIES_PASSWORD (the URL is not shown)")
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{name} must be an http(s) URL such as https://dash.example.com/wp-json, got {value!r}")
+        raise ValueError("must be an http(s) URL such as https://dash.example.com/wp-json")
     if parts.query or parts.fragment:
-        raise ValueError(f"{name} must not carry a query string or fragment")
+        raise ValueError("must not carry a query string or fragment")
     return value
 
 
-class DashboardSettings(BaseSettings):
+class DashboardSettings(FleetSettings):
     """Everything needed to talk to one dashboard."""
-
-    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
 
     base_url: str = Field(description="REST prefix of the dashboard, e.g. https://dash.example.com/wp-json")
     api_key: SecretStr | None = Field(None, description="REST API v2 bearer token (`<secret>==<key>`).")
@@ -62,12 +62,24 @@ class DashboardSettings(BaseSettings):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str) -> str:
-        return _check_url(value, "base_url")
+        return _check_url(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _looks_like_a_key(cls, value: SecretStr | None) -> SecretStr | None:
+        token = value.get_secret_value().strip() if value is not None else ""
+        if value is None or not token:
+            return None
+        secret, separator, key = token.partition("==")
+        if not (secret and separator and key) or any(c.isspace() for c in token):
+            raise ValueError("is not a MainWP REST API key: a key reads <secret>==<key> (two long hex strings joined "
+                             "by ==), as MainWP > REST API shows it once, when the key is created")
+        return SecretStr(token)
 
     @field_validator("abilities_url")
     @classmethod
     def _abilities_url(cls, value: str | None) -> str | None:
-        return _check_url(value, "abilities_url") if value else None
+        return _check_url(value) if value else None
 
     @field_validator("abilities_user")
     @classmethod
@@ -77,9 +89,11 @@ class DashboardSettings(BaseSettings):
     @model_validator(mode="after")
     def _pairs(self) -> DashboardSettings:
         if bool(self.abilities_user) != bool(self.abilities_password):
-            raise ValueError("abilities_user and abilities_password must be given together")
+            raise ValueError("FLEET_ABILITIES_USER and FLEET_ABILITIES_PASSWORD (a block's abilities_user and "
+                             "abilities_password) must be given together")
         if bool(self.consumer_key) != bool(self.consumer_secret):
-            raise ValueError("consumer_key and consumer_secret must be given together")
+            raise ValueError("FLEET_CONSUMER_KEY and FLEET_CONSUMER_SECRET (a block's consumer_key and "
+                             "consumer_secret) must be given together")
         return self
 
     @property

@@ -28,8 +28,8 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
 from prefect.schedules import Cron, Interval, Schedule
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dashboard.home import FleetSettings
 from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
@@ -42,10 +42,8 @@ ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLi
 TAGS = ["fleet-maintenance"]
 
 
-class ScheduleSettings(BaseSettings):
+class ScheduleSettings(FleetSettings):
     """When the nightly run starts, and the limit that keeps runs from piling onto one dashboard."""
-
-    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
 
     schedule_cron: str = Field("0 2 * * *", description="Cron expression of the nightly run.")
     schedule_timezone: str = Field("UTC", description="IANA time zone the cron expression is read in.")

@@ -16,8 +16,8 @@ from fleet.engine.estate import DashboardNight, Estate
 from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
 from flows.parameters import SavedEmailServer
-from flows.report import mail_settings
 from flows.update import run_identity
+from reporting.settings import mail_settings
 from tasks.dashboards import (
     dashboard_night_task,
     ensure_dashboard_limits_task,

@@ -11,9 +11,12 @@ from prefect import flow
 from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
+from fleet.rules.empty_night import NightDidNothing
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
+from reporting.settings import mail_settings
 from tasks.alert import alert_operator
+from tasks.preflight import check_settings
 
 
 @flow(name="nightly-maintenance", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])
@@ -29,7 +32,8 @@ async def nightly_maintenance(
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 
-    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out.
+    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, or (`NightDidNothing`) when it synced
+    no site or attempted none of its updates, after the reports went out.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
@@ -43,9 +47,11 @@ async def nightly_maintenance(
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=not dry_run, at=at)
+    # every setting, the mail's included, before the first write: a night must not apply updates it cannot report
+    check_settings(request, dashboard_from_environment=dashboard is None,
+                   mail=(lambda: mail_settings(email_block)) if send_report else None)
     run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
-    from flows.report import mail_settings
     from tasks.report import report_run
 
     # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
@@ -53,4 +59,6 @@ async def nightly_maintenance(
                               settings=mail_settings(email_block) if send_report else None)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
+    if result.did_nothing:  # a quiet report must not read as "all is well"
+        raise NightDidNothing(f"run {result.run_id} did nothing: {result.did_nothing}", str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

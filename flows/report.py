@@ -5,16 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
-from prefect_email import EmailServerCredentials
 
 from flows.parameters import SavedEmailServer
 from reporting.run_report import ReportResult
-from reporting.settings import MailSettings
+from reporting.settings import mail_settings
 from tasks.report import report_run
-
-
-def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
-    return MailSettings.from_credentials(email_block) if email_block is not None else MailSettings()
 
 
 @flow(name="report", log_prints=False)

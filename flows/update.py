@@ -43,6 +43,7 @@ from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Policy, check_recipients
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
+from fleet.state.continuity import check_state_home
 from fleet.state.job_journal import JobJournal
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
@@ -101,6 +102,7 @@ async def survey_fleet(
 
     parts = await run_in_chunks(chunk_step, sites, settings)
     failures = {site_id: failure for part, _, _ in parts for site_id, failure in part.items()}
+    night.synced = night.progress.synced.total - len(failures)  # a failure is only ever of a site it synced
     revived = {site_id for _, part, _ in parts for site_id in part}
     sites = [site.model_copy(update={"revived": True}) if site.id in revived else site for site in sites]
     return apply_sync_failures(sites, failures), [update for _, _, pending in parts for update in pending]
@@ -239,11 +241,13 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     started = datetime.now(UTC)
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
-    night = Night(run_identity(started), settings.call_sizer(), policy=policy)
+    night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=check_state_home(settings))
     run_dir = settings.report_dir / night.run_id
     night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings)
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()
+    for note in night.notes:
+        logger.warning(note)
     artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
     async with await open_dashboard(dashboard, settings) as client, night.visual or nullcontext():
         sites, clients = await select_fleet(client, request.selection)

@@ -138,10 +138,12 @@ def alert_email(alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSe
 
 
 async def deliver_alert(
-    alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings, out_dir: Path
+    alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings, out_dir: Path,
+    unusable: str | None = None,
 ) -> list[str]:
     """Send the alert on every channel; returns one line per channel. A channel that fails is logged, never
-    raised: the alert must not hide the failure it reports."""
+    raised: the alert must not hide the failure it reports. `unusable`: why the mail settings could not be used
+    (the message is then written as a file, saying so)."""
     outcomes = []
     outgoing = alert_email(alert, settings)
     if settings.configured and settings.report_to:
@@ -149,7 +151,8 @@ async def deliver_alert(
         outcomes += [f"e-mail to {d.recipient}: {d.answer}" for d in sent.deliveries]
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        why = "no SMTP host configured (FLEET_SMTP_HOST)" if not settings.configured else "FLEET_REPORT_TO is empty"
+        why = (f"the mail settings are unusable: {unusable}" if unusable else
+               "no SMTP host configured (FLEET_SMTP_HOST)" if not settings.configured else "FLEET_REPORT_TO is empty")
         outcomes += [f"e-mail: {d.answer}" for d in await asyncio.to_thread(write_eml, outgoing, out_dir, why)]
     from prefect.blocks.core import Block
     from prefect.blocks.notifications import NotificationBlock

@@ -68,6 +68,7 @@ class ReportResult(BaseModel):
     deliveries: list[Delivery] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
+    did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do.")
 
     @property
     def ok(self) -> bool:
@@ -83,6 +84,7 @@ class ReportResult(BaseModel):
             deliveries=deliveries,
             problems=delivery_problems(deliveries),
             broken=rendered.broken,
+            did_nothing=rendered.did_nothing,
         )
 
     def raise_for_problems(self) -> None:
@@ -115,6 +117,7 @@ class RenderedRun:
     dry_run: bool
     reports: list[RenderedReport]
     broken: list[SiteAlarm] = field(default_factory=list)
+    did_nothing: str | None = None
     visual: list[dict[str, str]] = field(default_factory=list)  # the visual results, a row per page (the artifact)
     visual_note: str = ""  # the visual checks in one sentence
 
@@ -266,7 +269,8 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
         for client, recipients in run.audiences
     ]
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
-                       artifact_rows(run.summary.looks), operator_looks(run.summary.looks, []).sentence)
+                       run.summary.did_nothing, artifact_rows(run.summary.looks),
+                       operator_looks(run.summary.looks, []).sentence)
 
 
 def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode
+
+from dashboard.home import FleetSettings
 
 if TYPE_CHECKING:
     from prefect_email import EmailServerCredentials
@@ -22,10 +24,8 @@ class SmtpSecurity(StrEnum):
 DEFAULT_PORTS = {SmtpSecurity.ssl: 465, SmtpSecurity.starttls: 587, SmtpSecurity.none: 25}
 
 
-class MailSettings(BaseSettings):
+class MailSettings(FleetSettings):
     """Where and how reports are sent. Without `smtp_host` the messages are written as `.eml` files."""
-
-    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
 
     smtp_host: str | None = None
     smtp_port: int | None = Field(None, ge=1, le=65535, description="Defaults to 465 / 587 / 25 by security.")
@@ -119,3 +119,8 @@ class MailSettings(BaseSettings):
         from prefect_email import EmailServerCredentials
 
         return cls.from_credentials(EmailServerCredentials.load(name), **overrides)
+
+
+def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
+    """The mail settings of a flow run: a saved block's server and login, else the FLEET_* environment."""
+    return MailSettings.from_credentials(email_block) if email_block is not None else MailSettings()

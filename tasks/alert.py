@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
+from dashboard.home import fleet_home, settings_problem
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -49,26 +53,38 @@ async def dashboard_host(block: Any) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
-async def error_text(state: Any) -> str:
-    """The exception's own text (all its lines), else the state's message."""
+async def failure_of(state: Any) -> BaseException | None:
+    """The exception that failed the run, if it can be read."""
     try:
         error = await state.result(raise_on_failure=False)
     except Exception:  # noqa: BLE001 - a result that cannot be read: the message still says what failed
-        error = None
-    if isinstance(error, BaseException):
+        return None
+    return error if isinstance(error, BaseException) else None
+
+
+async def error_text(state: Any) -> str:
+    """The exception's own text (all its lines), else the state's message."""
+    error = await failure_of(state)
+    if error is not None:
         return f"{type(error).__name__}: {error}"
     return state.message or state.name
 
 
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
-    """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks."""
+    """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks. A
+    mistake in a run a person started (a setting, the policy file, the selection) is theirs to read on the run;
+    a scheduled run that fails on one missed its night and alerts."""
     from prefect.settings import PREFECT_UI_URL
     from prefect_email import EmailServerCredentials
 
     from fleet.model.settings import PipelineSettings
     from reporting.alert import Alert, deliver_alert
     from reporting.settings import MailSettings
+    from tasks.preflight import USAGE_ERRORS
 
+    if isinstance(await failure_of(state), USAGE_ERRORS) and not getattr(flow_run, "auto_scheduled", False):
+        log.info("no alert for run %s: a usage mistake in a run a person started (%s)", flow_run.name, state.message)
+        return
     parameters = flow_run.parameters or {}
     ui = PREFECT_UI_URL.value()
     alert = Alert(
@@ -83,14 +99,16 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     try:
         report_dir = Path(parameters.get("report_dir") or PipelineSettings().report_dir)
     except ValueError:  # the settings may be what failed the run
-        report_dir = Path("reports")
+        report_dir = fleet_home() / "reports"
+    unusable = None
     try:
         credentials = await saved_block(parameters.get("email_block"), EmailServerCredentials)
         settings = MailSettings.from_credentials(credentials) if credentials is not None else MailSettings()
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
-        log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", error)
+        unusable = settings_problem(error) if isinstance(error, ValidationError) else str(error)
+        log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", unusable)
         settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env())
-    await deliver_alert(alert, settings, report_dir / "alerts")
+    await deliver_alert(alert, settings, report_dir / "alerts", unusable)
 
 
 def _blocks_from_env() -> list[str]:

@@ -19,6 +19,7 @@ from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError, TransportError
 from fleet.engine.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
+from fleet.model.settings import STATE_FILE
 from tasks.limits import ensure_concurrency_limit
 
 # The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.
@@ -94,7 +95,9 @@ async def dashboard_night_task(
     fan-out creates no second flow run: the idempotency key names the fan-out's run and the block.
     """
     logger = get_run_logger()
-    env = {**environment, "FLEET_CONCURRENCY_LIMIT": write_limit_name(block)}
+    # each dashboard's nights keep their own memory (holds, first-seen dates, the journal) beside its runs
+    env = {"FLEET_STATE_DB": str(report_dir / STATE_FILE), **environment,
+           "FLEET_CONCURRENCY_LIMIT": write_limit_name(block)}
     try:
         # the night's `dashboard` parameter is a block picker: it takes a reference to the saved block
         reference = {"$ref": {"block_document_id": str(await saved_block_id(block))}}

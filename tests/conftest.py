@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,14 @@ from tests.tls import Certificate, self_signed
 # A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's load
 # it needs more than Prefect's 20 s.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+@pytest.fixture(autouse=True)
+def fleet_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Every test has a home of its own (state database, reports, `.env`): none reads or writes the user's."""
+    home = tmp_path / "fleet-home"
+    monkeypatch.setenv("FLEET_HOME", str(home))
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> No
     from flows.check import check_fleet
 
     chosen = selection(sites, tags, clients)
-    checked = run_flow("check", lambda: check_fleet(selection=chosen))
+    checked = run_flow("check failed", lambda: check_fleet(selection=chosen))
     table = Table("id", "site", "healthy", "HTTP", "ms", "incidents", "problem")
     for site in sorted(checked, key=lambda site: (site.site_name.casefold(), site.site_id)):
         result = site.check or HealthCheck()

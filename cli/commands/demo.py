@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cli.demo import run_demo
+from cli.demo import fresh_start, run_demo
+from cli.errors import quiet_expected_tracebacks
 
 app = typer.Typer(help="Run the nightly flow against an embedded emulator and render the report.")
 
@@ -38,6 +39,8 @@ def demo(
     dashboards: Annotated[int, typer.Option(min=1, max=12, help="More than 1: the night over that many dashboards "
                                             "on a local Prefect server and work pool (maintain-dashboards).")] = 1,
     workers: Annotated[int, typer.Option(min=1, max=8, help="Workers of that pool (with --dashboards).")] = 2,
+    keep_state: Annotated[bool, typer.Option("--keep-state", help="Start from what earlier demos left in OUTPUT "
+                                             "(their holds, first-seen dates and runs) instead of fresh.")] = False,
 ) -> None:
     console = Console()
     if dashboards > 1:
@@ -49,6 +52,14 @@ def demo(
     home = own_prefect_home(output)
     if home:
         console.print(f"Prefect home for the demo: {home}", soft_wrap=True)
+    if keep_state:
+        console.print(f"Keeping what earlier demos left in {output.resolve()} (--keep-state): its holds and "
+                      "first-seen dates shape tonight's plan.", soft_wrap=True)
+    else:
+        removed = fresh_start(output.resolve())
+        console.print("Fresh state" + (f": removed {', '.join(removed)}" if removed else "") +
+                      " (keep it with --keep-state).", soft_wrap=True)
+    quiet_expected_tracebacks()  # a night that breaks sites is what the demo shows, not a bug
     console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}), {nights} night(s)...")
     results = run_demo(output, sites=sites, seed=seed, faults=faults, time_scale=time_scale, nights=nights)
     for result in results:

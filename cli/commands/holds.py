@@ -17,22 +17,35 @@ app = typer.Typer(help="The versions the nights hold fleet-wide after they broke
                   no_args_is_help=True)
 
 StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state database (default: FLEET_STATE_DB, "
-                                                                  "or fleet-state.sqlite in FLEET_REPORT_DIR).")]
+                                                                  "or fleet-state.sqlite in FLEET_HOME).")]
 
 
 def _store(state_db: Path | None) -> HoldStore:
+    """The hold store of the given file, or of the home (an old state database found beside the reports is moved
+    there first, and said)."""
     from fleet.model.settings import PipelineSettings
+    from fleet.state.continuity import adopt_legacy_state
     from fleet.state.holds import HoldStore
 
-    return HoldStore(state_db or PipelineSettings().state_path)
+    if state_db is not None:
+        return HoldStore(state_db)
+    settings = PipelineSettings()
+    moved = adopt_legacy_state(settings)
+    if moved:
+        typer.secho(moved, fg=typer.colors.YELLOW, err=True)
+    return HoldStore(settings.state_path)
 
 
 @app.command("list")
 def list_holds(state_db: StateDb = None) -> None:
     """Every active hold: the item and version, since when, why, and the site it broke or failed on."""
-    holds = _store(state_db).active()
+    store = _store(state_db)
+    if not store.path.is_file():  # never create an empty memory just by looking
+        typer.echo(f"no version is held: no state database at {store.path} yet (FLEET_HOME or FLEET_STATE_DB)")
+        return
+    holds = store.active()
     if not holds:
-        typer.echo("no version is held")
+        typer.echo(f"no version is held (state database: {store.path})")
         return
     today = datetime.now(UTC).date()
     table = Table("item", "version", "name", "held since", "age", "reason", "site")

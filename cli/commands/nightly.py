@@ -10,5 +10,6 @@ def _flow():
 
 
 app = maintenance_app(
-    _flow, "nightly run", "Run the nightly maintenance flow (sync, updates, checks, reconcile, summary, report)."
+    _flow, "nightly run", "Run the nightly maintenance flow (sync, updates, checks, reconcile, summary, report).",
+    sends_report=True,
 )

@@ -6,11 +6,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from fleet.model.summary import Selection, Summary, UpdateType
+
+if TYPE_CHECKING:
+    from fleet.engine.night import NightRequest
 
 T = TypeVar("T")
 
@@ -42,17 +45,32 @@ def selection(sites: list[str] | None, tags: list[str] | None, clients: list[str
     return Selection(sites=split(sites), tags=split(tags), clients=split(clients), types=chosen_types)
 
 
-def check_policy(policy: Path | None) -> None:
-    """Fail before contacting anything when the policy file is bad."""
-    from fleet.rules.policy import PolicyError, load_policy
+def check_before_the_run(label: str, request: NightRequest, sends_report: bool, *,
+                         unreachable_is_fatal: bool = True) -> None:
+    """Every setting, the policy file, the dashboard's answer to the credentials and the selection, before a flow
+    run (or a temporary Prefect server) exists: a mistake ends here in seconds, with one line and no alert. A
+    service (`unreachable_is_fatal=False`) starts anyway when the dashboard does not answer now, saying so."""
+    from dashboard.client import DashboardClient
+    from dashboard.errors import TransportError
+    from fleet.state.continuity import check_state_home
+    from reporting.settings import MailSettings
+    from tasks.preflight import check_dashboard, check_settings
 
-    if policy is None:
-        return
-    try:
-        load_policy(policy)
-    except PolicyError as error:
-        typer.secho(str(error), fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    async def check() -> None:
+        settings, _ = check_settings(request, dashboard_from_environment=True,
+                                     mail=MailSettings if sends_report else None)
+        for note in check_state_home(settings):
+            typer.secho(note, fg=typer.colors.YELLOW, err=True)
+        try:
+            async with DashboardClient.from_env(max_connections=settings.concurrency) as client:
+                await check_dashboard(client, request.selection)
+        except TransportError as error:
+            if unreachable_is_fatal:
+                raise
+            typer.secho(f"the dashboard does not answer now ({error}): serving anyway", fg=typer.colors.YELLOW,
+                        err=True)
+
+    run_flow(f"{label} not started", check)
 
 
 def print_summary(path: str) -> None:
@@ -67,6 +85,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
     documented code (cli/errors.py); the night that broke sites still prints where its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
     from fleet.rules.breakage import SitesBrokenByRun
+    from fleet.rules.empty_night import NightDidNothing
 
     quiet_expected_tracebacks()
     try:
@@ -76,16 +95,18 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
         if found is None:
             raise
         code, line = found
-        if isinstance(error, SitesBrokenByRun):
+        if isinstance(error, SitesBrokenByRun | NightDidNothing):
             print_summary(error.summary_path)
-        typer.secho(f"{label} failed: {line}", fg=typer.colors.RED, err=True)
+        typer.secho(f"{label}: {line}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code) from None
 
 
-def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str) -> typer.Typer:
+def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str, *,
+                    sends_report: bool) -> typer.Typer:
     """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
-    went; exits with the codes of cli/errors.py (2 for bad options, a bad policy file or a selection that
-    matches no site, 4 for an unreachable dashboard, 7 for a night that broke sites)."""
+    went; exits with the codes of cli/errors.py (2 for a bad option, setting, policy file or a selection that
+    matches no site, 3 for refused credentials, 4 for an unreachable dashboard: all before any flow run; 7 for
+    a night that broke sites)."""
     app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
     @app.callback()
@@ -95,11 +116,14 @@ def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], labe
         if at is not None and not dry_run:
             raise typer.BadParameter("rehearses a plan: use it with --dry-run (a run that writes is always now)",
                                      param_hint="--at")
-        check_policy(policy)
+        from fleet.engine.night import NightRequest
+
+        request = NightRequest(selection=chosen, dry_run=dry_run, policy_file=str(policy or ""),
+                               report_dir=str(report_dir or ""), at=at)
+        check_before_the_run(label, request, sends_report)
         flow = load_flow()
-        path = run_flow(label, lambda: flow(
-            selection=chosen, dry_run=dry_run, policy_file=str(policy or ""), report_dir=str(report_dir or ""),
-            at=at,
+        path = run_flow(f"{label} failed", lambda: flow(
+            selection=chosen, dry_run=dry_run, policy_file=request.policy_file, report_dir=request.report_dir, at=at,
         ))
         print_summary(path)
 

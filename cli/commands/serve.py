@@ -16,13 +16,22 @@ def say(line: str, loud: bool) -> None:
 @app.callback(invoke_without_command=True)
 def serve() -> None:
     """Register the deployments with the Prefect server (PREFECT_API_URL) and run their flow runs here; print
-    when the night runs next, or warn when the server schedules no run of it."""
+    when the night runs next, or warn when the server schedules no run of it. The scheduled night's settings
+    (FLEET_*, the policy file, the mail, the key) are checked first: a service that would fail every night does
+    not start."""
+    from pydantic import ValidationError
+
+    from cli.commands.selection import check_before_the_run
+    from dashboard.home import settings_problem
     from deployments.serve import ScheduleSettings, serve_deployments
+    from fleet.engine.night import NightRequest
 
     try:
         settings = ScheduleSettings()
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    except ValidationError as exc:
+        typer.secho(f"fleet serve not started: {settings_problem(exc)}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    check_before_the_run("fleet serve", NightRequest(), sends_report=True, unreachable_is_fatal=False)
     try:
         serve_deployments(settings, say)
     except KeyboardInterrupt:

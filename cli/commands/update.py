@@ -10,5 +10,6 @@ def _flow():
 
 
 app = maintenance_app(
-    _flow, "update run", "Apply the policy's updates to selected sites now (no health checks, no report)."
+    _flow, "update run", "Apply the policy's updates to selected sites now (no health checks, no report).",
+    sends_report=False,
 )

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from dashboard.home import SettingsError
 from fleet.engine.containment import TonightsBreaks
 from fleet.engine.lanes import Lane, without_sites
 from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
@@ -24,6 +25,7 @@ from fleet.model.summary import ApprovalRecord, Cohort, HealthCheck, Item, Outco
 from fleet.pacing.call_sizing import CallSizer
 from fleet.pacing.progress import NightProgress
 from fleet.rules.approval import ApprovalAnswer, settle
+from fleet.rules.empty_night import nothing_done
 from fleet.rules.execution import CallResult, JobEnding, JobOutcome
 from fleet.rules.plan import Decision, Plan, SiteRecord, SiteStatus
 from fleet.rules.policy import Policy, load_policy
@@ -59,9 +61,12 @@ class NightRequest(BaseModel):
         return self.at.replace(tzinfo=UTC) if self.at.tzinfo is None else self.at
 
     def settings_and_policy(self) -> tuple[PipelineSettings, Policy]:
-        """The settings and the policy file (a bad one fails here, before any request); a policy that asks for
-        checks of every site with planned work turns `check_all_sites` on."""
-        settings = pipeline_settings(self.report_dir)
+        """The settings and the policy file (a bad one fails here, before any request, naming the variable or the
+        file and field); a policy that asks for checks of every site with planned work turns `check_all_sites` on."""
+        try:
+            settings = pipeline_settings(self.report_dir)
+        except ValidationError as error:
+            raise SettingsError.of(error) from None
         path = Path(self.policy_file) if self.policy_file else settings.policy_file
         policy = load_policy(path) if path else Policy()
         if policy.check_all_sites:
@@ -171,6 +176,8 @@ class Night:
     cohorts: list[Cohort] = field(default_factory=list)
     naive_syncs: int = 0  # what the naive chain would have synced: every usable site
     visual: VisualWatch | None = None  # the policy's `visual:` checks, while the night runs
+    notes: list[str] = field(default_factory=list)  # about its memory (moved, or found empty): in the report too
+    synced: int = 0  # sites its own sync reached (of `progress.synced.total`)
 
     def open(self, journal: JobJournal, run_dir: Path, dry_run: bool) -> list[OpenRun]:
         """Start the run in the journal (a run that writes); returns the killed runs this one accounts for."""
@@ -227,6 +234,9 @@ class Night:
         )
         usable = sum(1 for site in sites if site.status is SiteStatus.online)
         summary.accounts_for = [run.run_id for run in interrupted]
+        summary.did_nothing = nothing_done(summary, plan, self.progress.synced.total, self.synced)
+        summary.errors = self.notes + summary.errors + ([f"the night did nothing: {summary.did_nothing}"]
+                                                        if summary.did_nothing else [])
         summary.looks = self.visual.finish() if self.visual else []
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,

@@ -1,4 +1,5 @@
-"""Pipeline settings (environment `FLEET_*` or `.env`): where reports go and how hard the dashboard is pushed.
+"""Pipeline settings (environment `FLEET_*` or a `.env` file: `dashboard/home.py`): where reports and the nights'
+memory go, and how hard the dashboard is pushed.
 
 The dashboard's connection settings (URL, credentials) belong to the client (`dashboard/`); these only shape
 the pipeline's work.
@@ -9,19 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from dashboard.home import FleetSettings, fleet_home
 from fleet.pacing.call_sizing import CallSizer
 
+STATE_FILE = "fleet-state.sqlite"
 DASHBOARD_JOB_TIMEOUT_SECONDS = 4 * 3600  # the dashboard fails a batch job after 4 hours
 
 
-class PipelineSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="FLEET_", env_file=".env", extra="ignore")
-
-    report_dir: Path = Field(Path("reports"), description="Directory that holds one sub-directory per run.")
+class PipelineSettings(FleetSettings):
+    report_dir: Path = Field(default_factory=lambda: fleet_home() / "reports",
+                             description="Directory of one sub-directory per run (default: FLEET_HOME/reports).")
     state_db: Path | None = Field(
-        None, description="SQLite file for the first-seen store and the job journal (default: beside the reports)."
+        None, description="SQLite file of the nights' memory: holds, first-seen dates, the job journal, the nights "
+        "(default: FLEET_HOME/fleet-state.sqlite, wherever the command was started)."
     )
     policy_file: Path | None = Field(None, description="Policy file (YAML or TOML); none means apply everything.")
     concurrency: int = Field(
@@ -91,13 +93,13 @@ class PipelineSettings(BaseSettings):
     @classmethod
     def _template_names_the_host(cls, value: str | None) -> str | None:
         if value and "{host}" not in value:
-            raise ValueError("probe_url_template must contain {host}, e.g. http://127.0.0.1:8080/__sites__/{host}/")
+            raise ValueError("must contain {host}, e.g. http://127.0.0.1:8080/__sites__/{host}/")
         return value or None
 
     @model_validator(mode="after")
     def _deadline_under_dashboard_timeout(self) -> PipelineSettings:
         if self.job_deadline_seconds >= DASHBOARD_JOB_TIMEOUT_SECONDS:
-            raise ValueError("job_deadline_seconds must stay under the dashboard's 4 h job timeout")
+            raise ValueError("FLEET_JOB_DEADLINE_SECONDS must stay under the dashboard's 4 h job timeout (14400)")
         return self
 
     def call_sizer(self) -> CallSizer:
@@ -123,4 +125,4 @@ class PipelineSettings(BaseSettings):
 
     @property
     def state_path(self) -> Path:
-        return self.state_db or self.report_dir / "fleet-state.sqlite"
+        return self.state_db or fleet_home() / STATE_FILE

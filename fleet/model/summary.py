@@ -375,6 +375,8 @@ class Summary(BaseModel):
     accounts_for: list[str] = Field(default_factory=list, description="Interrupted runs whose items are here.")
     work: DashboardWork | None = Field(None, description="The work this night asked of the dashboard.")
     looks: list[SiteLook] = Field(default_factory=list, description="The visual checks (the policy's `visual:`).")
+    did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "
+                                    "site, or attempted none of its updates (the run fails and alerts).")
 
     @staticmethod
     def count(items: list[Item]) -> Counts:

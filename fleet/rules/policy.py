@@ -533,6 +533,21 @@ def parse_policy(data: Any, source: Path = Path("<policy>")) -> Policy:
         raise PolicyError(_format_error(source, error)) from None
 
 
+class _PolicyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a date YAML itself cannot build (`expires: 2026-13-45`) stays text: the
+    policy's validation then names its field, instead of the parser failing with a traceback."""
+
+
+def _date_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_PolicyLoader.add_constructor("tag:yaml.org,2002:timestamp", _date_or_text)
+
+
 def load_policy(path: Path) -> Policy:
     """Read and validate a policy file; raise `PolicyError` naming the field and the reason."""
     try:
@@ -543,7 +558,7 @@ def load_policy(path: Path) -> Policy:
         if path.suffix.lower() == ".toml":
             data: Any = tomllib.loads(text)
         elif path.suffix.lower() in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_PolicyLoader)  # noqa: S506 - a SafeLoader with a lenient date
         else:
             raise PolicyError(f"{path}: a policy file must end in .yaml, .yml or .toml")
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as error:

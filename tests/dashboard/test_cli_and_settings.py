@@ -83,7 +83,7 @@ def test_settings_from_environment_and_dotenv(monkeypatch: pytest.MonkeyPatch, t
     assert settings.resolved_abilities_url == "https://dash.example.com/wp-json/wp-abilities/v1"
     assert "s3cret" not in repr(settings) and settings.api_key.get_secret_value() == "s3cret==k3y"
     monkeypatch.setenv("FLEET_NAMESPACE", "other")
-    with pytest.raises(ConfigurationError, match="namespace"):
+    with pytest.raises(ConfigurationError, match=r"FLEET_NAMESPACE \(environment\): Input should be"):
         DashboardClient.from_env()
     monkeypatch.setenv("FLEET_NAMESPACE", "svc")
     monkeypatch.setenv("FLEET_ABILITIES_USER", "admin")

@@ -37,7 +37,7 @@ class SlowDashboard:
 async def test_requests_beyond_the_limit_wait_instead_of_timing_out():
     dashboard = SlowDashboard(seconds=0.2)
     client = DashboardClient.from_credentials(
-        {"base_url": "http://dash.test/wp-json", "namespace": "svc", "api_keys": {"read_write": "k"}},
+        {"base_url": "http://dash.test/wp-json", "namespace": "svc", "api_keys": {"read_write": "s==k"}},
         transport=httpx.ASGITransport(dashboard.app), max_connections=2, connect_timeout=0.05, max_attempts=1,
     )
     async with client:

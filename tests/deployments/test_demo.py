@@ -6,9 +6,13 @@ from email import message_from_bytes
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from cli.demo import run_demo
 from fleet.model.summary import Outcome
+from fleet.rules.plan import Plan
+from fleet.state.holds import HoldStore
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -39,3 +43,36 @@ def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
         (i.site_id, i.type, i.slug, i.to_version) for i in second.summary.items if i.outcome is Outcome.updated
     }, "the second night applies nothing the first one did"
     assert "operator-outcomes-per-night.png" in {path.name for path in second.files}, "the trend over both nights"
+
+
+def plan_of(run_dir: Path) -> list[tuple]:
+    plan = Plan.model_validate_json((run_dir / "plan.json").read_text())
+    return sorted((item.site_id, item.type, item.slug, item.to_version, item.decision) for item in plan.items)
+
+
+def test_every_demo_starts_fresh_unless_asked_to_keep_its_state(tmp_path: Path, monkeypatch) -> None:
+    """`make demo` twice: the same first night (the first demo's holds and first-seen dates are gone), and it says
+    what it removed; with --keep-state what the first left stays."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))  # the session's harness, not a demo's own home
+    faults = tmp_path / "breaking.yaml"  # releases that break sites (drawn from the seed), no other chance
+    faults.write_text("site_breaking_rate: 0.3\n")
+    args = ["demo", "--output", str(tmp_path / "out"), "--sites", "8", "--seed", "2", "--nights", "1",
+            "--time-scale", "0.001", "--faults", str(faults)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "Fresh state (keep it with --keep-state)." in first.output
+    [first_run] = [path.parent for path in (tmp_path / "out").glob("*/summary.json")]
+    first_plan = plan_of(first_run)
+    assert HoldStore(tmp_path / "out" / "fleet-state.sqlite").active(), "the first demo left holds"
+
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert f"Fresh state: removed the state database {tmp_path / 'out' / 'fleet-state.sqlite'}, 1 run directory" \
+        in again.output.replace("\n", "")
+    [second_run] = [path.parent for path in (tmp_path / "out").glob("*/summary.json")]
+    assert second_run != first_run and plan_of(second_run) == first_plan
+
+    kept = CliRunner().invoke(app, [*args, "--keep-state"])
+    assert kept.exit_code == 0 and "--keep-state" in kept.output
+    runs = sorted(path.parent for path in (tmp_path / "out").glob("*/summary.json"))
+    assert runs[0] == second_run and len(runs) == 2, "the earlier demo's night is kept beside the new one"

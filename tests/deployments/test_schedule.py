@@ -18,8 +18,12 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import httpx
+import pytest
 
-from cli.local_prefect import LocalPrefectServer, command_path
+from cli.demo import dashboard_environment
+from cli.local_prefect import LocalPrefectServer, clean_environment, command_path
+from emulator.config import EmulatorConfig
+from emulator.testing import EmulatorServer
 
 NIGHTLY = ("nightly-maintenance", "nightly")
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -35,11 +39,19 @@ def scheduled_runs(server: LocalPrefectServer) -> list[dict]:
     return answer.json()
 
 
+@pytest.fixture(scope="module")
+def dashboard_settings() -> Iterator[dict[str, str]]:
+    """The FLEET_* variables of an emulated dashboard: `fleet serve` checks the night's settings and key first."""
+    with EmulatorServer(EmulatorConfig(sites=3, time_scale=0.001)) as emulator:
+        yield dashboard_environment(emulator.credentials)
+
+
 @contextmanager
-def fleet_serve(server: LocalPrefectServer, directory: Path, **settings: str) -> Iterator[Callable[[], str]]:
+def fleet_serve(server: LocalPrefectServer, directory: Path, dashboard: dict[str, str],
+                **settings: str) -> Iterator[Callable[[], str]]:
     """`fleet serve` against the server, started in `directory`; yields a reader of what it printed so far."""
     output = directory / f"serve-{time.monotonic_ns()}.log"
-    env = server.environment(COLUMNS="200", **settings)
+    env = server.environment(COLUMNS="200", **dashboard, **settings)
     with output.open("wb") as log:
         serving = subprocess.Popen([command_path("fleet"), "serve"], env=env, cwd=directory, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -61,12 +73,14 @@ def wait_for(condition: Callable[[], object], timeout: float = 90) -> object:
     return found
 
 
-def test_the_nightly_schedule_creates_runs_on_the_installed_prefect(tmp_path: Path) -> None:
+def test_the_nightly_schedule_creates_runs_on_the_installed_prefect(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
     settings = {"FLEET_SCHEDULE_CRON": "30 3 * * *", "FLEET_SCHEDULE_TIMEZONE": "Europe/Berlin",
                 "FLEET_SCHEDULE_CHECK_SECONDS": "60"}
     with LocalPrefectServer(tmp_path / "prefect", SHORT_LOOP) as server:
         for start in ("first start", "restart"):  # a service restarted (systemd, a reboot) schedules again
-            with fleet_serve(server, tmp_path, **settings) as printed:
+            with fleet_serve(server, tmp_path, dashboard_settings, **settings) as printed:
                 runs = wait_for(lambda: scheduled_runs(server))
                 assert runs, f"{start}: no scheduled run of the nightly deployment in 90 s:\n{printed()[-3000:]}\n" \
                     + server.log.read_text(errors="replace")[-3000:]
@@ -80,12 +94,25 @@ def test_the_nightly_schedule_creates_runs_on_the_installed_prefect(tmp_path: Pa
         assert "Traceback" not in server.log.read_text(errors="replace")
 
 
-def test_fleet_serve_warns_when_the_server_schedules_nothing(tmp_path: Path) -> None:
+def test_fleet_serve_warns_when_the_server_schedules_nothing(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
     off = {"PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false"}
     with LocalPrefectServer(tmp_path / "prefect", off) as server, \
-            fleet_serve(server, tmp_path, FLEET_SCHEDULE_CHECK_SECONDS="4") as printed:
+            fleet_serve(server, tmp_path, dashboard_settings, FLEET_SCHEDULE_CHECK_SECONDS="4") as printed:
         assert wait_for(lambda: "WARNING" in printed()), printed()[-3000:]
         warning = next(line for line in printed().splitlines() if "WARNING" in line)
         assert "no run of nightly-maintenance/nightly" in warning
         assert "nothing will run" in warning and "scheduler" in warning
         assert not scheduled_runs(server)
+
+
+def test_fleet_serve_does_not_start_a_service_that_would_fail_every_night(tmp_path: Path) -> None:
+    """No dashboard configured: one line naming the variable, exit 2, before anything registers."""
+    env = clean_environment(tmp_path / "prefect", FLEET_HOME=str(tmp_path / "home"),
+                            PREFECT_API_URL="http://127.0.0.1:9/api")
+    env = {key: value for key, value in env.items() if not key.startswith("FLEET_") or key == "FLEET_HOME"}
+    done = subprocess.run([command_path("fleet"), "serve"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == "fleet serve not started: FLEET_BASE_URL (not set): Field required"

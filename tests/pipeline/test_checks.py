@@ -29,7 +29,7 @@ async def test_open_incidents_are_counted_once_for_all_sites_and_only_for_sites_
 async def test_monitors_that_cannot_be_read_leave_the_checks_as_they_were():
     config = EmulatorConfig(sites=5, seed=1, time_scale=0.001)
     async with InProcessEmulator(config) as emulator:
-        credentials = {**emulator.credentials, "api_keys": {"read_write": "not-a-key", "read_only": "not-a-key"}}
+        credentials = {**emulator.credentials, "api_keys": {"read_write": "wrong==key", "read_only": "wrong==key"}}
         client = DashboardClient.from_credentials(credentials, transport=emulator.transport, retry_attempts=1)
         sites = [SiteRecord(id=1, url="https://a.example/", name="a")]
         checks = {1: HealthCheck(online=True)}

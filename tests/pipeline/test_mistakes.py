@@ -3,6 +3,7 @@ unknown client, a URL with a password in it. Over real HTTP against the emulator
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -74,27 +75,67 @@ def test_a_url_with_a_password_is_refused_and_never_echoed(monkeypatch):
         assert "hunter2" not in result.output and "admin:" not in result.output
 
 
-@pytest.mark.usefixtures("prefect_harness")
-@pytest.mark.parametrize(("args", "env", "code", "words"), [
-    (["nightly"], {"FLEET_API_KEY": "wrong==key"}, 3, "refused the credentials"),
-    (["nightly", "--sites", "9999"], {}, 2, "no site matches '9999'"),
+BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the shop\n    expires: 2026-13-45\n"
+
+
+@pytest.mark.parametrize(("args", "env", "home_env", "code", "words"), [
+    (["nightly"], {"FLEET_API_KEY": None}, "FLEET_API_KEY=wrong==key\n", 3,
+     "refused the REST API key FLEET_API_KEY in {home}/.env: "),
+    (["nightly"], {"FLEET_API_KEY": "my-password"}, "", 2,
+     "FLEET_API_KEY (environment): is not a MainWP REST API key: a key reads <secret>==<key>"),
+    (["nightly", "--sites", "nosuch"], {}, "", 2, "no site matches 'nosuch'"),
+    (["nightly"], {"FLEET_SMTP_SECURITY": None}, "FLEET_SMTP_SECURITY=tls\n", 2,
+     "FLEET_SMTP_SECURITY in {home}/.env: Input should be 'ssl', 'starttls' or 'none'"),
+    (["nightly", "--policy", "{tmp}/policy.yaml"], {}, "", 2,
+     "{tmp}/policy.yaml: holds.0.expires: Input should be a valid date"),
+    (["update"], {"FLEET_CONCURRENCY": "0"}, "", 2,
+     "FLEET_CONCURRENCY (environment): Input should be greater than or equal to 1"),
 ])
-def test_an_expected_failure_prints_one_line_and_no_traceback(dashboard, args, env, code, words):
-    """As an operator runs it: a process of its own, its whole output read (Prefect's log lines included)."""
+def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
+    dashboard, tmp_path: Path, fleet_home: Path, args, env, home_env, code, words
+):
+    """As an operator runs it, with no Prefect server configured: a process of its own, its whole output read.
+    The mistake is found before a temporary Prefect server starts (its home stays empty), before any flow run
+    (no Failed run, no alert), and before any write."""
     import os
     import subprocess
     import sys
 
-    from prefect.settings import PREFECT_API_URL
-
     emulator = dashboard(sites=6, seed=2)
+    fleet_home.mkdir(parents=True, exist_ok=True)
+    (fleet_home / ".env").write_text(home_env)
+    (tmp_path / "policy.yaml").write_text(BAD_DATE_POLICY)
+    prefect_home = tmp_path / "prefect-home"
     before = emulator.writes()
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()", *args], cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root), "PREFECT_API_URL": PREFECT_API_URL.value(),
-                               **env}, capture_output=True, text=True, timeout=180)
+    environment = {key: value for key, value in {**os.environ, **env}.items()
+                   if not key.startswith("PREFECT_") and value is not None}  # None: the home's .env says it
+    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()",
+                           *[arg.format(tmp=tmp_path) for arg in args]], cwd=root,
+                          env={**environment, "PYTHONPATH": str(root), "PREFECT_HOME": str(prefect_home)},
+                          capture_output=True, text=True, timeout=180)
     output = done.stdout + done.stderr
     assert done.returncode == code, output
-    assert "Traceback" not in output and "wrong==key" not in output
-    assert [line for line in output.splitlines() if line.startswith("nightly run failed: ") and words in line]
+    assert "Traceback" not in output and "wrong==key" not in output and "my-password" not in output
+    label = "update run" if args[0] == "update" else "nightly run"
+    expected = words.format(home=fleet_home, tmp=tmp_path)
+    assert [line for line in output.strip().splitlines() if not line.startswith("the state database")] == [
+        f"{label} not started: " + next(line.split(": ", 1)[1] for line in output.splitlines()
+                                          if line.startswith(f"{label} not started: "))], output
+    assert expected in output, output
+    assert not list(prefect_home.rglob("*.db")), "a temporary Prefect server was started"
+    assert not (Path(os.environ["FLEET_REPORT_DIR"]) / "alerts").exists(), "the operator was alerted"
     assert emulator.writes() == before
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_a_bad_mail_setting_stops_a_deployment_run_before_its_first_write(dashboard, monkeypatch):
+    """A run started from the UI (the flow itself): the same one line, no write, and no alert for a person's run."""
+    emulator = dashboard(sites=6, seed=2)
+    monkeypatch.setenv("FLEET_SMTP_SECURITY", "tls")
+    before = emulator.writes()
+    state = await nightly_maintenance(return_state=True)
+    assert state.is_failed()
+    assert "FLEET_SMTP_SECURITY (environment): Input should be 'ssl', 'starttls' or 'none'" in state.message
+    assert emulator.writes() == before
+    assert not (Path(os.environ["FLEET_REPORT_DIR"]) / "alerts").exists()

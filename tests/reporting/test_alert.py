@@ -56,6 +56,8 @@ def fleet(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complet
 def test_an_unreachable_dashboard_alerts_by_smtp_and_webhook_with_one_line_and_exit_4(
     smtp_server: SmtpServer, webhook: Receiver, tmp_path: Path
 ):
+    """At the terminal the command says it in one line, before any flow run (nobody needs paging: the operator is
+    reading it); the night itself, as the schedule starts it, fails and alerts on every channel."""
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
     from prefect.settings import PREFECT_API_URL
 
@@ -78,9 +80,16 @@ def test_an_unreachable_dashboard_alerts_by_smtp_and_webhook_with_one_line_and_e
     output = done.stdout + done.stderr
     assert done.returncode == 4, output
     assert "Traceback" not in output
-    [line] = [line for line in output.splitlines() if line.startswith("nightly run failed")]
+    [line] = [line for line in output.splitlines() if line.startswith("nightly run not started")]
     assert f"cannot reach the dashboard at 127.0.0.1:{closed}" in line and "ConnectError" in line
     assert "secret==key" not in output
+    assert not smtp_server.mailbox.received and not webhook.received
+
+    night = subprocess.run([sys.executable, "-c", "import asyncio; from flows.nightly import nightly_maintenance; "
+                            "asyncio.run(nightly_maintenance(return_state=True))"], cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True,
+                           timeout=180)
+    assert "Finished in state Failed" in night.stdout + night.stderr, night.stdout + night.stderr
 
     [mail] = smtp_server.mailbox.received
     assert mail.rcpt_tos == ["ops@example.com"]

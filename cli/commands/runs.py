@@ -1,0 +1,90 @@
+"""`fleet runs` and `fleet runs show RUN`: day two, at a terminal: how the last nights went, and one of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="The last nights: when, how they ended, what they did, and where their reports are.",
+                  invoke_without_command=True)
+
+ReportDir = Annotated[Path | None, typer.Option("--report-dir", help="Where the run directories are (default: "
+                                                                       "FLEET_REPORT_DIR, or reports in FLEET_HOME).")]
+
+
+def _report_dir(given: Path | None) -> Path:
+    from fleet.model.settings import PipelineSettings
+
+    return given or PipelineSettings().report_dir
+
+
+@app.callback()
+def list_runs(
+    context: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many of the newest runs.")] = 14,
+    report_dir: ReportDir = None,
+) -> None:
+    """The newest runs, newest first: when, status, items by outcome, broken and still-down sites, reports."""
+    if context.invoked_subcommand is not None:
+        return
+    from fleet.model.summary import Outcome
+    from reporting.nights import recent_nights
+
+    where = _report_dir(report_dir)
+    nights = recent_nights(where, limit)
+    if not nights:
+        typer.echo(f"no run yet under {where} (FLEET_REPORT_DIR, or reports in FLEET_HOME)")
+        return
+    # plain columns that fit 80 characters; the run id says when (UTC), and `fleet runs show` takes it
+    line = "{:<24}  {:<11}  {:>7} {:>6} {:>8} {:>5} {:>4} {:>5}"
+    typer.echo(line.format("run (started, UTC)", "status", "updated", "failed", "not done", "broke", "down", "sent"))
+    for night in nights:
+        not_done = sum(night.count(outcome) for outcome in (Outcome.skipped, Outcome.unknown, Outcome.unchanged))
+        typer.echo(line.format(night.run_id, night.status, night.count(Outcome.updated),
+                               night.count(Outcome.failed), not_done, len(night.broken), len(night.already_down),
+                               night.delivered))
+    typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
+
+
+@app.command("show")
+def show(
+    run: Annotated[str, typer.Argument(help="A run id, its start, a run directory, or `last`.", show_default=False)],
+    report_dir: ReportDir = None,
+) -> None:
+    """One run: how it ended, items by outcome, the sites it broke and those still down, holds, deliveries,
+    problems, and where its summary and reports are."""
+    from reporting.nights import matching_nights, read_night
+
+    where = _report_dir(report_dir)
+    found = matching_nights(where, run)
+    if len(found) != 1:
+        why = (f"no run {run!r} under {where}" if not found else
+               f"{run!r} names {len(found)} runs: {', '.join(path.name for path in found[:5])}")
+        typer.secho(why, fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    night = read_night(found[0])
+    kind = "dry run" if night.dry_run else "run"
+    typer.echo(f"{kind} {night.run_id}: {night.status}")
+    typer.echo(f"  started {night.started_at:%Y-%m-%d %H:%M:%S} UTC, took "
+               f"{(night.finished_at - night.started_at).total_seconds() / 60:.1f} min"
+               + (f", dashboard {night.dashboard}" if night.dashboard else ""))
+    counts = ", ".join(f"{count} {outcome.value}" for outcome, count in sorted(night.counts.by_outcome.items()))
+    typer.echo(f"  items: {counts or 'none'}")
+    if night.did_nothing:
+        typer.echo(f"  did nothing: {night.did_nothing}")
+    for alarm in night.broken:
+        typer.echo(f"  broke {alarm.site_name} ({alarm.site_url}): {alarm.saw}")
+    for alarm in night.already_down:
+        typer.echo(f"  still down: {alarm.site_name} ({alarm.site_url}): {alarm.saw}")
+    for hold in night.holds:
+        typer.echo(f"  holds {hold.type.value}:{hold.slug}@{hold.version} since {hold.since}: {hold.reason}")
+    for delivery in night.deliveries:
+        how = "held for review" if delivery.held else (
+            f"written to {delivery.eml_path}" if delivery.eml_path else "sent" if delivery.accepted else "NOT sent")
+        typer.echo(f"  report {delivery.report} -> {delivery.recipient}: {how}")
+    for problem in night.errors:
+        typer.echo(f"  problem: {problem}")
+    typer.echo(f"  summary: {night.directory / 'summary.json'}")
+    typer.echo(f"  report:  {night.report}")

@@ -1,0 +1,100 @@
+"""The service's home: one directory, not the working directory, for its settings (`.env`) and its memory (the
+state database, the reports), so that a terminal, `fleet serve`, a cron job and a worker all see the same holds.
+
+`FLEET_HOME` names it (from the environment or a `.env` in the working directory); by default it is the user's
+state directory, `$XDG_STATE_HOME/fleet-maintenance` (`~/.local/state/fleet-maintenance`). Settings come from the
+environment first, then `.env` in the working directory, then `.env` in the home. It lives in the lowest room
+because every settings class, the client's included, reads its `.env`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dotenv import dotenv_values
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+PREFIX = "FLEET_"
+_DEFAULT_ENV_FILE = ".env"  # the class default, replaced by env_files() when the settings are read
+
+
+def fleet_home() -> Path:
+    """FLEET_HOME, else the user's state directory; absolute, whatever the working directory."""
+    named = os.environ.get("FLEET_HOME") or _working_env().get("FLEET_HOME")
+    if named:
+        return Path(named).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state).expanduser().resolve() / "fleet-maintenance"
+
+
+def env_files() -> list[Path]:
+    """The `.env` files settings are read from, weakest first: the home's, then the working directory's."""
+    files = [fleet_home() / ".env", Path.cwd() / ".env"]
+    return [path for index, path in enumerate(files) if path not in files[:index]]
+
+
+def setting_source(variable: str) -> str:
+    """Where a FLEET_* variable's value came from, for an error that has to say which line to fix."""
+    if variable in os.environ:
+        return f"{variable} (environment)"
+    for path in reversed(env_files()):  # the strongest file first
+        if path.is_file() and variable in dotenv_values(path):
+            return f"{variable} in {path}"
+    return f"{variable} (not set)"
+
+
+def variable_for(field: str) -> str:
+    """The FLEET_* variable of a settings field: `base_url` -> `FLEET_BASE_URL`."""
+    return PREFIX + field.upper()
+
+
+class FleetSettings(BaseSettings):
+    """FLEET_* settings read from the environment and the `.env` files of `env_files()`, found when the settings
+    are read (FLEET_HOME may change after import); `_env_file=None` still reads the environment only."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_file=_DEFAULT_ENV_FILE, extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        if isinstance(dotenv_settings, DotEnvSettingsSource) and dotenv_settings.env_file == _DEFAULT_ENV_FILE:
+            dotenv_settings = DotEnvSettingsSource(settings_cls, env_file=env_files())
+        return init_settings, env_settings, dotenv_settings, file_secret_settings
+
+
+def _working_env() -> dict[str, str | None]:
+    path = Path.cwd() / ".env"
+    return dotenv_values(path) if path.is_file() else {}
+
+
+def settings_problem(error: ValidationError, block: str | None = None) -> str:
+    """One line per bad setting that names the FLEET_* variable and where it was set (or the block's field),
+    never its value: a URL's password or a key would land in a log."""
+    parts = []
+    for problem in error.errors():
+        field = ".".join(str(part) for part in problem["loc"])
+        if not field:
+            where = block or "settings"
+        elif block:
+            where = f"{block}: {field}"
+        else:
+            where = setting_source(variable_for(str(problem["loc"][0])))
+        parts.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+class SettingsError(ValueError):
+    """FLEET_* settings that cannot be used: the one line of `settings_problem`, naming each variable and where it
+    was set (exit 2)."""
+
+    @classmethod
+    def of(cls, error: ValidationError, block: str | None = None) -> SettingsError:
+        return cls(settings_problem(error, block))

@@ -1,0 +1,53 @@
+"""Before the night: every setting (pipeline, dashboard, mail), the policy file, the dashboard's answer to the
+credentials and the selection, checked before the first write, and from the command line before a flow run or a
+temporary Prefect server exists. A mistake then costs seconds and one line naming what to fix (exit 2, or 3 for
+refused credentials), never a night that applied its updates and then could not send its report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from dashboard.client import DashboardClient
+from dashboard.errors import ConfigurationError
+from dashboard.home import SettingsError
+from dashboard.settings import DashboardSettings
+from fleet.engine.night import NightRequest
+from fleet.model.settings import PipelineSettings
+from fleet.model.summary import Selection
+from fleet.rules.plan import NoSiteMatches, check_selection
+from fleet.rules.policy import Policy, PolicyError
+from reporting.settings import MailSettings
+from tasks.detect import load_fleet
+
+# A person's mistake, not the night's failure: a run a person started ends with the one line and no alert.
+USAGE_ERRORS = (SettingsError, ConfigurationError, PolicyError, NoSiteMatches)
+
+
+def check_settings(
+    request: NightRequest, *, dashboard_from_environment: bool, mail: Callable[[], MailSettings] | None
+) -> tuple[PipelineSettings, Policy]:
+    """The pipeline's settings and the policy file, the dashboard's FLEET_* settings (unless a saved block gives
+    them) and, for a night that sends its report, the mail settings: each bad one named with where it was set."""
+    settings, policy = request.settings_and_policy()
+    try:
+        if dashboard_from_environment:
+            DashboardSettings()
+        if mail is not None:
+            mail()
+    except ValidationError as error:
+        raise SettingsError.of(error) from None
+    return settings, policy
+
+
+async def check_dashboard(client: DashboardClient, selection: Selection) -> None:
+    """The dashboard answers and takes the credentials (the REST key and, when the Abilities API is used, its
+    login), and every site, tag and client the selection names exists; nothing is written."""
+    await client.count_sites()
+    if client.settings.abilities_user or client.settings.abilities_bearer:
+        await client.get_ability("list-updates-v1")
+    if selection.sites or selection.tags or selection.clients:
+        sites, _ = await load_fleet(client)
+        check_selection(sites, selection)
