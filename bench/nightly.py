@@ -152,6 +152,7 @@ def pipeline_env(credentials: dict[str, Any], report_dir: str, variant: str, tim
         "FLEET_ABILITIES_USER": credentials["application_password"]["username"],
         "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
         "FLEET_REPORT_DIR": report_dir,
+        "FLEET_HOME": report_dir,  # each variant's own memory, never the operator's
         "FLEET_PROBE_SITES": "false",  # the probe fetches the sites, not the dashboard: not part of the bound
         "FLEET_JOB_POLL_SECONDS": "0.2",
         "FLEET_TIME_SCALE": str(credentials.get("time_scale", time_scale)),  # budget, quiet wait, job deadline
