@@ -56,8 +56,8 @@ class DashboardSwitchboard:
     async def _switch(self, call: Callable[[int, list[str]], Awaitable[PluginSwitch]], slugs: list[str]) -> None:
         try:
             answer = await call(self.site.id, slugs)
-        except SiteOffline as error:  # any other error is the dashboard's: the containment fails, the night goes on
-            raise ChildUnreachable(f"{error.call}: {error}") from error
+        except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
+            raise ChildUnreachable(str(error)) from error  # any other error is the dashboard's: containing it fails
         if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 
@@ -70,7 +70,7 @@ class DashboardSwitchboard:
         try:
             answer = await self.client.sync_sites([self.site.id])
         except DashboardError as error:
-            return f"{error.call}: {error}"
+            return str(error)
         errors = list(answer.errors) + (list(answer.result.errors) if answer.result else [])
         return "; ".join(error.message or error.code for error in errors) or None
 
@@ -104,7 +104,7 @@ async def probe_and_contain(
                                                  DashboardSwitchboard(client, site, http, settings, looks))
             except DashboardError as error:  # the site stays broken and reported; the night goes on
                 containment = Containment(step=step, status=ContainmentStatus.not_contained,
-                                          detail=f"containing it failed: {error.call}: {error}",
+                                          detail=f"containing it failed: {error}",
                                           next_steps=f"roll back by hand: {restore_steps(applied)}")
             containment.saw = saw[site_id]
             breaks.learn_break(site_id, site.name, containment, applied)
