@@ -93,6 +93,9 @@ class HealthCheck(Record):
     error: str | None = None
     before_ok: bool | None = Field(None, description="The home-page probe before the updates (None: not probed).")
     before_error: str | None = None
+    unverified: str | None = Field(None, description="The dashboard's check could not be read (its answer was lost, "
+                                   "and again when re-run): why. Nothing was seen failing: the site is not judged "
+                                   "on it.")
 
     @property
     def healthy(self) -> bool:
