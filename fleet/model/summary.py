@@ -324,6 +324,11 @@ class Selection(BaseModel):
         default_factory=lambda: list(UpdateType), description="Update types to apply; the others are excluded."
     )
 
+    @property
+    def covers_every_site(self) -> bool:
+        """No site, tag or client named: every site of the dashboard is listed (the types filter only the plan)."""
+        return not (self.sites or self.tags or self.clients)
+
 
 class ApprovalRecord(BaseModel):
     """The night's approval gate: when it opened, how it ended, who answered."""
