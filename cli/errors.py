@@ -10,6 +10,7 @@ Exit codes (every command):
   5  the dashboard answered with an error (not found, invalid input, server error, unexpected answer)
   6  a waited-on job did not finish (timed out, stalled, or never started)
   7  the night broke sites (the run finished; the summary and the reports say which, and the suspects)
+  8  sites broken on earlier nights are still down (their incidents are open; the reports lead with them)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dashboard.errors import (
     TransportError,
 )
 from fleet.rules.breakage import SitesBrokenByRun
+from fleet.rules.incidents import SitesStillDown
 from fleet.rules.plan import NoSiteMatches
 from fleet.rules.policy import PolicyError
 
@@ -46,6 +48,7 @@ class ExitCode(IntEnum):
     API_ERROR = 5
     JOB_NOT_FINISHED = 6
     SITES_BROKEN = 7
+    SITES_STILL_DOWN = 8
 
 
 def exit_code_for(error: DashboardError) -> ExitCode:
@@ -62,7 +65,7 @@ def exit_code_for(error: DashboardError) -> ExitCode:
     return ExitCode.API_ERROR
 
 
-EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, ValidationError)
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, SitesStillDown, ValidationError)
 
 
 def dashboard_host() -> str:
@@ -86,6 +89,8 @@ def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
         return ExitCode.CONFIGURATION, str(error)
     if isinstance(error, SitesBrokenByRun):
         return ExitCode.SITES_BROKEN, str(error)
+    if isinstance(error, SitesStillDown):
+        return ExitCode.SITES_STILL_DOWN, str(error)
     if isinstance(error, ValidationError):  # settings: name the field and the rule, never the value
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or e.get('ctx', {}).get('field', 'settings')}: "
                              f"{e['msg']}" for e in error.errors())

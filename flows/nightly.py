@@ -6,11 +6,14 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from prefect import flow
 
 from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
+from fleet.rules.incidents import SitesStillDown, still_down_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
 from tasks.alert import alert_operator
@@ -29,7 +32,8 @@ async def nightly_maintenance(
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 
-    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out.
+    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out; and
+    (`SitesStillDown`) when sites broken on earlier nights are still down.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
@@ -53,4 +57,7 @@ async def nightly_maintenance(
                               settings=mail_settings(email_block) if send_report else None)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
+    if result.still_down:  # never a green night while a site an earlier night broke is down
+        raise SitesStillDown(still_down_message(result.still_down, result.run_id, datetime.now(UTC).date()),
+                             str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

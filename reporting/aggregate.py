@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
-from fleet.model.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.model.summary import ApprovalRecord, Incident, NightHold, Outcome, SiteAlarm, Summary, UpdateType
 from fleet.rules.policy import Rule
 from fleet.rules.reconcile import DRY_RUN_RULE
 from reporting.history import as_utc
@@ -25,6 +25,7 @@ from reporting.model import (
     DeferredGroup,
     Headline,
     HoldRow,
+    IncidentRow,
     NotDoneGroup,
     NotDoneRow,
     PluginFailure,
@@ -309,6 +310,24 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
     ]
 
 
+def incident_rows(incidents: list[Incident], today: date) -> list[IncidentRow]:
+    """The open incidents (down first, then the oldest) and those closed tonight."""
+    def cause(incident: Incident) -> str:
+        found = [incident.culprit] if incident.culprit else incident.suspects
+        named = "; ".join(f"{clean(s.name or s.slug, 120)} {_version(s.from_version)} → {_version(s.to_version)}"
+                          for s in found[:10])
+        return f"{'culprit' if incident.culprit else 'suspects'}: {named}" if named else ""
+
+    ordered = sorted(incidents, key=lambda i: (not i.is_open, not i.down, i.opened_at, i.id))
+    return [IncidentRow(incident.id, clean(incident.site_name, 120), clean(incident.site_url, 200),
+                        clean(incident.headline, 300), incident.age_days(today), incident.opened_at.date(),
+                        clean(incident.opened_by, 60), cause(incident), clean(incident.done, 600),
+                        clean(incident.next_steps, 400), clean(incident.last_look, 300),
+                        clean(incident.dashboard_page, 300) if incident.dashboard_page else None,
+                        incident.is_open and incident.down, not incident.is_open)
+            for incident in ordered]
+
+
 def hold_rows(holds: list[NightHold], today: date) -> list[HoldRow]:
     return [HoldRow(clean(f"{hold.item}@{hold.version}", 200), clean(hold.name or hold.slug, 120), hold.type,
                     clean(hold.version, 40), clean(hold.reason, 300), hold.since, max(0, hold.age_days(today)))
@@ -438,6 +457,7 @@ def build_report(
         broken_more=max(0, len(broken) - MAX_ALARMS),
         already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
+        incidents=incident_rows(summary.incidents, as_utc(summary.finished_at).date()) if client is None else [],
         deferred=deferred_groups(sites, max(10, max_rows // 4)),
         approval=approval_sentence(summary.approval) if client is None else None,
         revived=revived_sentence(sites),

@@ -349,6 +349,30 @@ class Alarm:
 
 
 @dataclass
+class IncidentRow:
+    """A site a night broke, as the operator's report leads with it until the incident is closed."""
+
+    id: int
+    site_name: str
+    site_url: str
+    state: str  # "down", "up, with X still deactivated", "closed: ..."
+    age_days: int
+    since: date
+    opened_by: str
+    cause: str  # the culprit, or the suspects, with their versions
+    done: str
+    next_steps: str
+    last_look: str
+    dashboard_page: str | None
+    down: bool
+    closed: bool
+
+    @property
+    def age(self) -> str:
+        return "opened today" if self.age_days == 0 else f"open {plural(self.age_days, 'day')}"
+
+
+@dataclass
 class HoldRow:
     """A version the nights hold fleet-wide."""
 
@@ -551,6 +575,7 @@ class ReportData:
     broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
     already_down: list[Alarm] = field(default_factory=list)
     night_holds: list[HoldRow] = field(default_factory=list)
+    incidents: list[IncidentRow] = field(default_factory=list)  # the operator's: open, and closed tonight
     deferred: list[DeferredGroup] = field(default_factory=list)
     left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
@@ -560,6 +585,21 @@ class ReportData:
     @property
     def kind(self) -> str:
         return "operator" if self.client is None else "client"
+
+    @property
+    def open_incidents(self) -> list[IncidentRow]:
+        return [incident for incident in self.incidents if not incident.closed]
+
+    @property
+    def closed_incidents(self) -> list[IncidentRow]:
+        return [incident for incident in self.incidents if incident.closed]
+
+    @property
+    def incidents_title(self) -> str:
+        """`2 open incidents: 1 site still down`."""
+        down = sum(1 for incident in self.open_incidents if incident.down)
+        still = f": {plural(down, 'site')} down" if down else ""
+        return f"{plural(len(self.open_incidents), 'open incident')}{still}"
 
     @property
     def audience(self) -> str:
@@ -579,4 +619,7 @@ class ReportData:
         dry = " (dry run)" if self.dry_run else ""
         alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
             if self.headline.broken else ""
+        down = sum(1 for incident in self.open_incidents if incident.down)
+        if down and not alarm:
+            alarm = f"{down} SITE{'' if down == 1 else 'S'} STILL DOWN: "
         return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.model.summary import SUMMARY_FILE, Delivery, SiteAlarm, SiteLook
+from fleet.model.summary import SUMMARY_FILE, Delivery, Incident, SiteAlarm, SiteLook
+from fleet.rules.incidents import still_down
 from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
@@ -68,6 +69,8 @@ class ReportResult(BaseModel):
     deliveries: list[Delivery] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
+    still_down: list[Incident] = Field(default_factory=list, description="Sites broken on earlier nights and "
+                                       "still down.")
 
     @property
     def ok(self) -> bool:
@@ -83,6 +86,7 @@ class ReportResult(BaseModel):
             deliveries=deliveries,
             problems=delivery_problems(deliveries),
             broken=rendered.broken,
+            still_down=rendered.still_down,
         )
 
     def raise_for_problems(self) -> None:
@@ -115,6 +119,7 @@ class RenderedRun:
     dry_run: bool
     reports: list[RenderedReport]
     broken: list[SiteAlarm] = field(default_factory=list)
+    still_down: list[Incident] = field(default_factory=list)  # open incidents of earlier nights, their site down
     visual: list[dict[str, str]] = field(default_factory=list)  # the visual results, a row per page (the artifact)
     visual_note: str = ""  # the visual checks in one sentence
 
@@ -266,7 +271,8 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
         for client, recipients in run.audiences
     ]
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
-                       artifact_rows(run.summary.looks), operator_looks(run.summary.looks, []).sentence)
+                       still_down(run.summary.incidents, run.summary.run_id), artifact_rows(run.summary.looks),
+                       operator_looks(run.summary.looks, []).sentence)
 
 
 def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:

@@ -49,26 +49,37 @@ async def dashboard_host(block: Any) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
+async def failure_of(state: Any) -> Any:
+    """The exception the run ended with (None when its result cannot be read)."""
+    try:
+        return await state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - a result that cannot be read: the message still says what failed
+        return None
+
+
 async def error_text(state: Any) -> str:
     """The exception's own text (all its lines), else the state's message."""
-    try:
-        error = await state.result(raise_on_failure=False)
-    except Exception:  # noqa: BLE001 - a result that cannot be read: the message still says what failed
-        error = None
+    error = await failure_of(state)
     if isinstance(error, BaseException):
         return f"{type(error).__name__}: {error}"
     return state.message or state.name
 
 
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
-    """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks."""
+    """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks. A night
+    failed only because sites broken on earlier nights are still down sends nothing here: the incidents step
+    alerted about each, at most once a day (nights may run hourly)."""
     from prefect.settings import PREFECT_UI_URL
     from prefect_email import EmailServerCredentials
 
     from fleet.model.settings import PipelineSettings
+    from fleet.rules.incidents import SitesStillDown
     from reporting.alert import Alert, deliver_alert
     from reporting.settings import MailSettings
 
+    if isinstance(await failure_of(state), SitesStillDown):
+        log.warning("flow run %s: sites still down; the incidents step alerts about each once a day", flow_run.name)
+        return
     parameters = flow_run.parameters or {}
     ui = PREFECT_UI_URL.value()
     alert = Alert(

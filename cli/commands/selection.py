@@ -64,9 +64,11 @@ def print_summary(path: str) -> None:
 
 def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
     """Run a flow from the command line: an expected failure prints one line (no traceback) and exits with its
-    documented code (cli/errors.py); the night that broke sites still prints where its summary went."""
+    documented code (cli/errors.py); the night that broke sites, or ends with sites still down, still prints where
+    its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
     from fleet.rules.breakage import SitesBrokenByRun
+    from fleet.rules.incidents import SitesStillDown
 
     quiet_expected_tracebacks()
     try:
@@ -76,7 +78,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
         if found is None:
             raise
         code, line = found
-        if isinstance(error, SitesBrokenByRun):
+        if isinstance(error, SitesBrokenByRun | SitesStillDown):
             print_summary(error.summary_path)
         typer.secho(f"{label} failed: {line}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code) from None
@@ -85,7 +87,8 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
 def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str) -> typer.Typer:
     """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
     went; exits with the codes of cli/errors.py (2 for bad options, a bad policy file or a selection that
-    matches no site, 4 for an unreachable dashboard, 7 for a night that broke sites)."""
+    matches no site, 4 for an unreachable dashboard, 7 for a night that broke sites, 8 for one that ends with sites
+    broken on earlier nights still down)."""
     app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
     @app.callback()
