@@ -9,12 +9,22 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
-from fleet.model.summary import ApprovalRecord, Incident, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.model.summary import (
+    ApprovalRecord,
+    ContainmentStatus,
+    Incident,
+    NightHold,
+    Outcome,
+    SiteAlarm,
+    Summary,
+    UpdateType,
+)
 from fleet.rules.policy import Rule
-from fleet.rules.reconcile import DRY_RUN_RULE
+from fleet.rules.reconcile import DRY_RUN_RULE, NOT_VERIFIED
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
+    CLIENT_NOT_VERIFIED,
     NOT_DONE_ORDER,
     OUTCOME_ORDER,
     SITE_STATUS_TITLES,
@@ -158,15 +168,23 @@ def _version(value: object) -> str:
     return clean(value, 40) if isinstance(value, str) and value else "—"
 
 
-def updated_sites(frame: pd.DataFrame, limit: int) -> tuple[list[UpdatedSite], int]:
-    """Updated items grouped by site (at most `limit` items shown), and how many were left out."""
+def not_verified(frame: pd.DataFrame) -> pd.Series:
+    """The updated items only the dashboard's answer says were updated (the site stopped answering after)."""
+    return (frame["outcome"] == Outcome.updated) & frame["reason"].fillna("").str.startswith(NOT_VERIFIED)
+
+
+def updated_sites(frame: pd.DataFrame, limit: int, *, client: bool = False) -> tuple[list[UpdatedSite], int]:
+    """Updated items grouped by site (at most `limit` items shown), and how many were left out; one updated but
+    not verified says so and why (a client reads why in plain words)."""
+    unverified = not_verified(frame)
     updated = frame[frame["outcome"] == Outcome.updated].sort_values(["site_name", "site_id", "type", "name"])
     shown = updated.head(limit)
     sites: list[UpdatedSite] = []
     for (_, site_name, site_url), rows in shown.groupby(["site_id", "site_name", "site_url"], sort=False):
         items = [
             UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version),
-                        bool(row.suspect))
+                        bool(row.suspect), (CLIENT_NOT_VERIFIED if client else clean(row.reason, 400))
+                        if unverified.at[row.Index] else "")
             for row in rows.itertuples()
         ]
         sites.append(UpdatedSite(clean(site_name, 120), clean(site_url, 200), items))
@@ -259,7 +277,9 @@ def left_out_sentence(frame: pd.DataFrame) -> str:
             "out on purpose (kept back by agreement or by our maintenance policy).")
 
 
-def site_checks(sites: list[SiteRow], limit: int) -> Checks:
+def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None = None) -> Checks:
+    """The health checks; a site's state word is what it is after the night (`states`: the broken sites' own, such
+    as "down, unreachable by the dashboard"), never "online" for a site that fails its check."""
     checked = [site for site in sites if site.check is not None]
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
@@ -270,11 +290,14 @@ def site_checks(sites: list[SiteRow], limit: int) -> Checks:
         issue = ""
         if check is not None:
             issue = check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+        state = SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40))
+        if site.status == "online" and check is not None and not check.healthy:
+            state = (states or {}).get(site.site_id, "down")
         problems.append(
             SiteProblem(
                 clean(site.site_name, 120),
                 clean(site.site_url, 200),
-                SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40)),
+                state,
                 check.http_code if check else None,
                 check.response_ms if check else None,
                 clean(issue, 300),
@@ -401,7 +424,9 @@ def build_report(
     `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
     """
     items = window[-1][1]
-    checks = site_checks(sites, max(10, max_rows // 2))
+    checks = site_checks(sites, max(10, max_rows // 2), {
+        alarm.site_id: clean(alarm.containment.headline, 80) for alarm in summary.broken
+        if alarm.containment is not None and alarm.containment.status is ContainmentStatus.unreachable})
     problems: list[str] = []
     if client is None:
         problems = [clean(error, 500) for error in summary.errors]
@@ -415,7 +440,7 @@ def build_report(
         updated, updated_more = updated_sites(items[would].assign(outcome=Outcome.updated), max_rows)
         not_done_rows = items[~would]
     else:
-        updated, updated_more = updated_sites(items, max_rows)
+        updated, updated_more = updated_sites(items, max_rows, client=client is not None)
         not_done_rows = items
     broken = alarms(summary.broken, client, summary.holds)
     return ReportData(
@@ -438,6 +463,7 @@ def build_report(
             would_apply=int(would.sum()) if summary.dry_run else 0,
             would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
             dry_run=summary.dry_run,
+            not_verified=int(not_verified(items).sum()),
         ),
         updated=updated,
         updated_more=updated_more,

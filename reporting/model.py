@@ -100,6 +100,7 @@ class Headline:
     would_apply: int = 0  # a dry run: the updates it would apply
     would_sites: int = 0  # ... on this many sites
     dry_run: bool = False
+    not_verified: int = 0  # of the updated items, those the dashboard's answer alone says were updated
 
     @property
     def done(self) -> int:
@@ -168,6 +169,8 @@ class Headline:
             verb = "was" if self.updated == 1 else "were"
             parts = [f"{self.updated} of {plural(self.items, 'pending update')} {verb} applied on "
                      f"{plural(self.sites_updated, 'site')}"]
+        if self.not_verified:
+            parts.append(f"{self.not_verified} of them updated, not verified (see below)")
         if self.failed:
             parts.append(f"{self.failed} failed")
         if self.not_updated:
@@ -180,6 +183,10 @@ def version_change(from_version: str, to_version: str) -> str:
     return "" if to_version == "—" else f"{from_version} → {to_version}"
 
 
+CLIENT_NOT_VERIFIED = ("installed, as the update answered, but not verified: the website stopped answering "
+                       "our checks right after; we are looking into it")
+
+
 @dataclass
 class UpdatedItem:
     type: UpdateType
@@ -187,6 +194,7 @@ class UpdatedItem:
     from_version: str
     to_version: str
     suspect: bool = False  # applied to a site the night broke
+    not_verified: str = ""  # updated by the dashboard's answer alone: why it could not be verified
 
     @property
     def change(self) -> str:
