@@ -62,6 +62,7 @@ def run_demo(
     """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
     fleet, so later reports show trends), and return what each night wrote."""
     from fleet.rules.breakage import SitesBrokenByRun
+    from fleet.rules.incidents import SitesStillDown
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
@@ -76,7 +77,7 @@ def run_demo(
             timeouts_before = server.emulator.capacity.gateway_timeouts
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
-            except SitesBrokenByRun as broken:  # the realistic faults break sites: the reports lead with them
+            except (SitesBrokenByRun, SitesStillDown) as broken:  # realistic faults break sites: reports lead
                 summary_path = Path(broken.summary_path)
             run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())

@@ -284,15 +284,19 @@ def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None 
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
         check = site.check
-        trouble = site.status != "online" or (check is not None and (not check.healthy or check.open_incidents))
+        trouble = site.status != "online" or (check is not None and (not check.healthy or check.open_incidents
+                                                                      or check.unverified))
         if not trouble:
             continue
         issue = ""
         if check is not None:
-            issue = check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+            issue = (check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+                     or check.unverified or "")
         state = SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40))
         if site.status == "online" and check is not None and not check.healthy:
             state = (states or {}).get(site.site_id, "down")
+        elif site.status == "online" and check is not None and check.unverified:
+            state = "not verified"
         problems.append(
             SiteProblem(
                 clean(site.site_name, 120),

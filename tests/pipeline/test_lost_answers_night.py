@@ -47,6 +47,9 @@ def test_a_check_whose_answer_was_lost_holds_nothing_and_the_night_exits_0(dashb
     assert checked.check.probe_ok is True  # the home page, probed directly, answered
     if lost == 2:  # never read: unverified, never broken
         assert "the check's answer was lost twice" in checked.check.unverified and checked.check.healthy
+        operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.txt").read_text()
+        [line] = [line for line in operator.splitlines() if line.startswith(f"  - {checked.site_name} (")]
+        assert "not verified" in line and "the check's answer was lost twice" in line
     else:
         assert checked.check.unverified is None and checked.check.online is True
     assert [i for i in summary.items if i.site_id == site["id"] and i.outcome is Outcome.updated]
