@@ -595,19 +595,19 @@ class ReportData:
         return "operator" if self.client is None else "client"
 
     @property
-    def open_incidents(self) -> list[IncidentRow]:
+    def incidents_open(self) -> list[IncidentRow]:
         return [incident for incident in self.incidents if not incident.closed]
 
     @property
-    def closed_incidents(self) -> list[IncidentRow]:
+    def incidents_closed(self) -> list[IncidentRow]:
         return [incident for incident in self.incidents if incident.closed]
 
     @property
     def incidents_title(self) -> str:
         """`2 open incidents: 1 site still down`."""
-        down = sum(1 for incident in self.open_incidents if incident.down)
+        down = sum(1 for incident in self.incidents_open if incident.down)
         still = f": {plural(down, 'site')} down" if down else ""
-        return f"{plural(len(self.open_incidents), 'open incident')}{still}"
+        return f"{plural(len(self.incidents_open), 'open incident')}{still}"
 
     @property
     def audience(self) -> str:
@@ -627,7 +627,7 @@ class ReportData:
         dry = " (dry run)" if self.dry_run else ""
         alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
             if self.headline.broken else ""
-        down = sum(1 for incident in self.open_incidents if incident.down)
+        down = sum(1 for incident in self.incidents_open if incident.down)
         if down and not alarm:
             alarm = f"{down} SITE{'' if down == 1 else 'S'} STILL DOWN: "
         return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"

@@ -271,7 +271,8 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
         for client, recipients in run.audiences
     ]
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
-                       still_down(run.summary.incidents, run.summary.run_id), artifact_rows(run.summary.looks),
+                       [] if run.summary.dry_run else still_down(run.summary.incidents, run.summary.run_id),
+                       artifact_rows(run.summary.looks),
                        operator_looks(run.summary.looks, []).sentence)
 
 
