@@ -14,6 +14,7 @@ from cli.commands import (
     deploy,
     emulator,
     holds,
+    incidents,
     nightly,
     report,
     runs,
@@ -59,5 +60,6 @@ app.add_typer(serve.app, name="serve")
 app.add_typer(blocks.app, name="blocks")
 app.add_typer(holds.app, name="holds")
 app.add_typer(runs.app, name="runs")
+app.add_typer(incidents.app, name="incidents")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")

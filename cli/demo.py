@@ -86,6 +86,7 @@ def run_demo(
     memory never mixes with an operator's (FLEET_HOME)."""
     from fleet.rules.breakage import SitesBrokenByRun
     from fleet.rules.empty_night import NightDidNothing
+    from fleet.rules.incidents import SitesStillDown
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
@@ -101,8 +102,8 @@ def run_demo(
             timeouts_before = server.emulator.capacity.gateway_timeouts
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
-            except (SitesBrokenByRun, NightDidNothing) as ended:  # the realistic faults break sites: the reports
-                summary_path = Path(ended.summary_path)  # lead with them
+            except (SitesBrokenByRun, SitesStillDown, NightDidNothing) as ended:  # realistic faults break sites:
+                summary_path = Path(ended.summary_path)  # the reports lead with them
             run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())
             results.append(DemoResult(run_dir=run_dir, summary=Summary.read(run_dir), files=files,

@@ -10,6 +10,7 @@ Exit codes (every command):
   5  the dashboard answered with an error (not found, invalid input, server error, unexpected answer)
   6  a waited-on job did not finish (timed out, stalled, or never started)
   7  the night broke sites (the run finished; the summary and the reports say which, and the suspects)
+  8  sites broken on earlier nights are still down (their incidents are open; the reports lead with them)
   9  the night did nothing: it synced no site, or attempted none of its updates (a deadline passed, the dashboard
      stopped answering); the summary and the reports say why
 """
@@ -38,6 +39,7 @@ from dashboard.home import SettingsError, setting_source, settings_problem
 from dashboard.settings import DashboardSettings
 from fleet.rules.breakage import SitesBrokenByRun
 from fleet.rules.empty_night import NightDidNothing
+from fleet.rules.incidents import SitesStillDown
 from fleet.rules.plan import NoSiteMatches
 from fleet.rules.policy import PolicyError
 
@@ -51,6 +53,7 @@ class ExitCode(IntEnum):
     API_ERROR = 5
     JOB_NOT_FINISHED = 6
     SITES_BROKEN = 7
+    SITES_STILL_DOWN = 8
     NOTHING_DONE = 9
 
 
@@ -68,8 +71,8 @@ def exit_code_for(error: DashboardError) -> ExitCode:
     return ExitCode.API_ERROR
 
 
-EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, NightDidNothing, SettingsError,
-            ValidationError)
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, SitesStillDown, NightDidNothing,
+            SettingsError, ValidationError)
 
 
 def dashboard_host() -> str:
@@ -106,6 +109,8 @@ def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
         return ExitCode.CONFIGURATION, str(error)
     if isinstance(error, SitesBrokenByRun):
         return ExitCode.SITES_BROKEN, str(error)
+    if isinstance(error, SitesStillDown):
+        return ExitCode.SITES_STILL_DOWN, str(error)
     if isinstance(error, NightDidNothing):
         return ExitCode.NOTHING_DONE, str(error)
     if isinstance(error, ValidationError):  # settings: name the variable and where it was set, never the value

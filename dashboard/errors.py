@@ -286,6 +286,18 @@ def _class_for(code: str, status: int, message: str) -> type[DashboardError]:
     return DashboardError
 
 
+# The exceptions `MainWP_Connect::fetch_url` throws when the child gave no MainWP answer: NOMAINWP (a page without
+# `<mainwp>`, such as the critical-error page of a child dead at load), HTTPERROR (no HTTP answer at all). However a
+# handler passes one on (an ability callback's `ability_callback_exception` quoting it, a REST route's error with the
+# word alone), the child did not answer: the site is unreachable, whatever the code says.
+_CHILD_SILENT = re.compile(r"(?:^|: )(NOMAINWP|HTTPERROR)$")
+
+
+def child_did_not_answer(message: str | None) -> bool:
+    """The dashboard's message says that the child site gave it no MainWP answer (NOMAINWP, HTTPERROR)."""
+    return bool(_CHILD_SILENT.search((message or "").strip()))
+
+
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
 
@@ -335,7 +347,7 @@ def error_from_response(
         message = f"HTTP {status}: {body_excerpt(body)}"
     if status == 401 and code is None and isinstance(body, dict) and "ERROR" in body:
         code = "legacy_v1_authentication"
-    cls = _class_for(code or "", status, message)
+    cls = SiteOffline if child_did_not_answer(message) else _class_for(code or "", status, message)
     if cls is RateLimited or status == 429:
         return RateLimited(message, code=code, status=status, retry_after=parse_retry_after(retry_after), **where)
     return cls(message, code=code, status=status, **where)

@@ -5,7 +5,8 @@ Retry rules (the only place that retries):
   method: the dashboard did nothing;
 - idempotent calls (GET, idempotent abilities, writes the caller marks idempotent) also retry 5xx answers
   that are not one of the dashboard's fixed error codes; reads also retry read timeouts and dropped
-  connections;
+  connections; a write whose 5xx carries the dashboard's own error code got its answer (the request ran and
+  said why it failed, e.g. an ability callback's exception) and is not sent again, idempotent or not;
 - a write that got no answer (read timeout, dropped connection) or a gateway's 504, and a non-idempotent
   write's 5xx of that kind, raise `OutcomeUnknown` at once: the dashboard may still be working on it, so it
   is never repeated blindly.
@@ -276,8 +277,17 @@ def _transient(error: BaseException) -> bool:
     return type(error) is ServerError and not is_deterministic(error.code)
 
 
+def _answered_write(error: DashboardError) -> bool:
+    """A write's error answer that WordPress itself wrote (an error code other than its fatal-error handler's):
+    the request ran to its end, so the answer is definite."""
+    return (error.method not in _READS and bool(error.code)
+            and bare_code(error.code) != "internal_server_error")
+
+
 def _retryable(error: BaseException) -> bool:
-    return isinstance(error, RateLimited | TransportError) or _transient(error)
+    if isinstance(error, RateLimited | TransportError):
+        return True
+    return _transient(error) and not _answered_write(error)  # type: ignore[arg-type]
 
 
 def require(value: Any, what: str, env: str) -> Any:

@@ -15,6 +15,8 @@ A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
   every other draw as it was;
 - on background jobs: a job whose cron never fires (it stays queued until it expires) and a job slowed until
   it hits the 4 h timeout.
+Beside the profile, a test can lose the answers of named calls (`lose_answers`): the next requests whose path
+names the call are worked to the end, then answered with the gateway's 504, as a real night meets one now and then.
 Delays injected here are dashboard delays too: they are scaled by the clock like every other.
 """
 
@@ -152,11 +154,26 @@ class FaultController:
         self._applied_items: list[tuple[int, str, str]] = [tuple(i) for i in stored["items"]] if stored else []
         self._applied_breaking: list[tuple[int, str, str]] = [tuple(i) for i in (stored or {}).get("breaking", [])]
         self._applied_visual: list[tuple[int, str, str]] = [tuple(i) for i in (stored or {}).get("visual", [])]
+        self.lost_answers: dict[str, int] = {}
         self._reset_streams()
         if stored is None or stored["profile"] != profile.model_dump():
             self.revert_fleet_effects()
             self.apply_fleet_effects()
         self._count_fleet_effects()
+
+    def lose_answers(self, call: str, times: int) -> None:
+        """The next `times` requests whose path names `call` (an ability such as `check-sites-v1`, or a REST path
+        such as `/sites/3/sync`) do their work, then the gateway's 504 answers them."""
+        self.lost_answers[call] = times
+
+    def answer_lost(self, path: str) -> bool:
+        """Whether this request's answer is one of those to lose (counted off)."""
+        for call, left in self.lost_answers.items():
+            if left > 0 and (path.endswith(call) or f"/{call}/" in path):
+                self.lost_answers[call] = left - 1
+                self.counts["answers_lost"] += 1
+                return True
+        return False
 
     def _reset_streams(self) -> None:
         self._requests = random.Random(f"{self.seed}:requests:{self.profile.name}")
@@ -341,6 +358,9 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         controller = self.emulator.faults
+        if controller.answer_lost(scope["path"]):
+            await self._lose_after_processing(scope, receive, send)
+            return
         if controller.profile.is_inert:
             await self.app(scope, receive, send)
             return
@@ -360,6 +380,16 @@ class FaultMiddleware:
             await self._drop_after_processing(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _lose_after_processing(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The work is done to the end; the caller gets the gateway's 504 instead of its answer."""
+
+        async def swallow(message: Message) -> None:
+            return None
+
+        await self.app(scope, receive, swallow)
+        media_type, body = _ERROR_BODIES[504]
+        await Response(body, 504, media_type=media_type)(scope, receive, send)
 
     async def _drop_after_processing(self, scope: Scope, receive: Receive, send: Send) -> None:
         started: list[Message] = []

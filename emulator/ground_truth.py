@@ -272,6 +272,18 @@ async def offer_update(request: Request, emulator: Emulator) -> dict[str, Any]:
 
 
 @admin_only
+async def lose_answers(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {call, times}: the next `times` requests naming `call` (`check-sites-v1`, `/sites/3/sync`) are worked
+    to the end and answered with the gateway's 504."""
+    body = await json_object(request)
+    call, times = body.get("call"), body.get("times", 1)
+    if not isinstance(call, str) or not call.strip() or not isinstance(times, int) or times < 0:
+        raise GroundTruthError("call must be a non-empty string and times a count")
+    emulator.faults.lose_answers(call.strip(), times)
+    return {"call": call.strip(), "times": times}
+
+
+@admin_only
 async def set_options(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {name: value}: dashboard options such as `<ns>_rest_batch_items_limit`."""
     body = await json_object(request)
@@ -307,5 +319,6 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/sites/repair", repair_site, methods=["POST"]),
         Route(f"{PREFIX}/faults/visual", set_visual_fault, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
+        Route(f"{PREFIX}/faults/lost-answers", lose_answers, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),
     ]

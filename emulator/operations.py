@@ -26,15 +26,30 @@ CHILD_NOT_DETECTED = (
     'this issue, check the <a href="https://community.mainwp.com/c/community-support/5" target="_blank">MainWP '
     "Community</a> for help."
 )
+HTTP_ERROR_DETAIL = "cURL error 7: Failed to connect to the child site."
 
 
 class SiteUnavailable(Exception):
-    """The child cannot be reached (offline or disconnected): the whole site operation fails."""
+    """The child cannot be reached (offline or disconnected): the whole site operation fails.
 
-    def __init__(self, site: Site, message: str) -> None:
+    `thrown` is the `MainWP_Exception` message `MainWP_Connect::fetch_url` throws when the child gave no MainWP
+    answer: "NOMAINWP" (a page without `<mainwp>`, such as WordPress's critical-error page of a child dead at
+    load), "HTTPERROR" (no HTTP answer at all); None when the child answered with its own error (disconnected).
+    Every caller that does not catch it (an ability's callback, a REST handler) answers with that word alone.
+    """
+
+    def __init__(self, site: Site, message: str, thrown: str | None = None) -> None:
         super().__init__(message)
         self.site = site
         self.message = message
+        self.thrown = thrown
+
+    @property
+    def console_message(self) -> str:
+        """`MainWP_Error_Helper::get_console_error_message`: what a handler that catches it prints."""
+        if self.thrown == "HTTPERROR":
+            return f"HTTP error - {HTTP_ERROR_DETAIL}"
+        return self.message
 
 
 class SiteSuspended(Exception):
@@ -86,12 +101,19 @@ class CheckResult:
 
 
 def site_unavailable_reason(site: Site) -> str | None:
+    """What the dashboard records as the site's `sync_errors` when its child cannot be reached; None: it can."""
+    unavailable = unavailable_child(site)
+    return unavailable.message if unavailable is not None else None
+
+
+def unavailable_child(site: Site) -> SiteUnavailable | None:
+    """Why a call to the site's child fails, as the dashboard would find out; None: the child answers."""
     if not site.reachable:
-        return "ERROR: HTTP error: cURL error 7: Failed to connect to the child site."
+        return SiteUnavailable(site, f"ERROR: HTTP error: {HTTP_ERROR_DETAIL}", "HTTPERROR")
     if site.dead_at_load:
-        return CHILD_NOT_DETECTED
+        return SiteUnavailable(site, CHILD_NOT_DETECTED, "NOMAINWP")
     if not site.child_connected:
-        return "ERROR: The child site is not connected to this dashboard. Reconnect it."
+        return SiteUnavailable(site, "ERROR: The child site is not connected to this dashboard. Reconnect it.")
     return None
 
 
@@ -174,9 +196,9 @@ class SiteOperations:
             raise SiteSuspended(site)
         if site.offline_check_result == -1:
             raise SiteUnavailable(site, KNOWN_OFFLINE)
-        reason = site_unavailable_reason(site)
-        if reason is not None:
-            raise SiteUnavailable(site, reason)
+        unavailable = unavailable_child(site)
+        if unavailable is not None:
+            raise unavailable
         candidates = self.update_candidates(site, item_type, slugs, respect_ignores)
         if not candidates:
             return []
@@ -269,9 +291,9 @@ class SiteOperations:
         """(De)activate installed plugins on the child; the plugins it changed. A plugin that broke the front end
         stops breaking it once deactivated (and breaks it again when re-activated). Raises SiteUnavailable: a
         child dead at load cannot be asked anything, however the dashboard asks."""
-        reason = site_unavailable_reason(site)
-        if reason is not None:
-            raise SiteUnavailable(site, reason)
+        unavailable = unavailable_child(site)
+        if unavailable is not None:
+            raise unavailable
         await self.capacity.work("plugin_action", site_id=site.id)
         changed = [site.plugins[slug] for slug in slugs if slug in site.plugins]
         for item in changed:

@@ -6,12 +6,15 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from prefect import flow
 
 from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from fleet.rules.empty_night import NightDidNothing
+from fleet.rules.incidents import SitesStillDown, still_down_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
 from reporting.settings import mail_settings
@@ -32,8 +35,9 @@ async def nightly_maintenance(
 ) -> str:
     """Patch the selected sites, account for every item, write summary.json and the reports; returns its path.
 
-    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, or (`NightDidNothing`) when it synced
-    no site or attempted none of its updates, after the reports went out.
+    Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out; and
+    (`SitesStillDown`) when sites broken on earlier nights are still down, or (`NightDidNothing`) when it synced
+    no site or attempted none of its updates.
 
     Args:
         selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
@@ -59,6 +63,9 @@ async def nightly_maintenance(
                               settings=mail_settings(email_block) if send_report else None)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
+    if result.still_down:  # never a green night while a site an earlier night broke is down
+        raise SitesStillDown(still_down_message(result.still_down, result.run_id, datetime.now(UTC).date()),
+                             str(run_dir / "summary.json"))
     if result.did_nothing:  # a quiet report must not read as "all is well"
         raise NightDidNothing(f"run {result.run_id} did nothing: {result.did_nothing}", str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

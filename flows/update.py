@@ -2,7 +2,7 @@
 
 sync and detect (per chunk, with the ignore lists alongside) -> policy -> plan -> per cohort, in lanes of sites
 side by side: execute by type (translations, plugins, themes, core) -> sensor on queued jobs -> checks ->
-re-sync -> reconcile; then open incidents -> summary.
+re-sync -> reconcile; then open incidents -> summary -> the bad versions remembered, the incidents across nights.
 
 The rules between the steps are the engine's (`fleet.engine.night`); here is only their order, as Prefect runs it.
 """
@@ -22,7 +22,7 @@ from prefect.utilities.annotations import quote
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.engine.containment import ItemKey, held_items
-from fleet.engine.lanes import Lane, split_into_lanes
+from fleet.engine.lanes import Lane, split_into_lanes, way_back_lane
 from fleet.engine.night import (
     CohortResult,
     Night,
@@ -35,15 +35,17 @@ from fleet.engine.night import (
 )
 from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import ApprovalRecord, Selection
+from fleet.model.summary import ApprovalRecord, Selection, UpdateType
 from fleet.pacing.fan_out import fan_out
 from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
+from fleet.rules.incidents import fixed_releases
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
-from fleet.rules.policy import Policy, check_recipients
+from fleet.rules.policy import ContainMode, Policy, check_recipients
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.continuity import check_state_home
+from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
@@ -54,11 +56,12 @@ from tasks.checks import (
     probe_before_updates_task,
     revive_known_offline_task,
 )
-from tasks.contain import probe_and_contain_task
+from tasks.contain import probe_and_contain_task, switch_on_fixed_releases_task
 from tasks.detect import detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
+from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -148,7 +151,10 @@ async def run_lane(
             client, quote(step.sent), type_, quote(lane.sites), night.run_id, settings,
             untouchable=quote(step.untouchable), sizer=quote(night.sizer), progress=quote(night.progress))
         calls += type_calls
-        result.jobs += await wait_for_update_jobs(client, type_calls, settings)
+        jobs = await wait_for_update_jobs(client, type_calls, settings)
+        result.jobs += jobs
+        if lane.switch_on and type_ is UpdateType.plugin:  # the way back: the fixed releases go live, then probed
+            await switch_on_fixed_releases_task(client, quote(step.sent), quote(type_calls), quote(jobs))
         if before:  # a site the step broke is contained (its culprit found) and gets nothing more tonight
             await probe_and_contain_task.with_options(task_run_name=f"probe-after-{type_}-{lane.label}")(
                 client, quote(before), quote(lane.sites), type_, quote(step.sent), quote(night.breaks), night.policy,
@@ -202,6 +208,26 @@ async def run_cohort(
         checked = [site for lane in lanes for site in lane.sites if site.id in result.checks]
         result.checks = await count_open_incidents_task(client, quote(checked), quote(result.checks), settings)
     return result
+
+
+async def take_the_way_back(
+    client: DashboardClient, plan: Plan, settings: PipelineSettings, request: NightRequest, night: Night
+) -> Plan:
+    """Before the cohorts, each newer release of a culprit an open incident left deactivated goes to that site
+    alone, is switched on and probed (and looked at): healthy, the night's review closes the incident; broken, it
+    is contained again, held, and goes nowhere else tonight. Returns the plan left for the cohorts."""
+    if request.dry_run or not request.run_checks or night.policy.contain is not ContainMode.deactivate:
+        return plan
+    incidents = IncidentStore(settings.state_path).open_incidents(client.settings.base_url)
+    fixed = [item for item in fixed_releases(plan.items, incidents) if night.policy.may_deactivate(item.slug)]
+    if not fixed:
+        return plan
+    get_run_logger().info("the way back: %d fixed release(s) of deactivated culprits, each on its site alone",
+                          len(fixed))
+    night.done.add(await run_lane(client, way_back_lane(plan, fixed), night, settings, request.run_checks))
+    taken = {(item.site_id, item.type, item.slug) for item in fixed}
+    return plan.model_copy(update={"items": [item for item in plan.items
+                                             if (item.site_id, item.type, item.slug) not in taken]})
 
 
 async def run_cohorts(
@@ -278,17 +304,20 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
                 logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
                             night.planned(plan, request))
-                await run_cohorts(client, plan, settings, request, night)
+                await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night), settings,
+                                  request, night)
             approval = await approval_gate(client, plan, policy, settings, request, night)
             window_days.record(night.run_id)
+            summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=policy,
+                                    dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
+            summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
+            summary.incidents = await review_incidents_task(client, quote(summary), quote(sites), settings,
+                                                            quote(night.sizer), look=request.run_checks)
         except BaseException:
             journal.leave(night.run_id)  # the next run accounts for what this one applied
             raise
         finally:
             await artifact.close()
-    summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=policy,
-                            dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
-    summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
     await write_summary_task(quote(summary), run_dir)
     night.close(journal, interrupted, summary, request.dry_run)
     return run_dir

@@ -9,12 +9,22 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
-from fleet.model.summary import ApprovalRecord, NightHold, Outcome, SiteAlarm, Summary, UpdateType
+from fleet.model.summary import (
+    ApprovalRecord,
+    ContainmentStatus,
+    Incident,
+    NightHold,
+    Outcome,
+    SiteAlarm,
+    Summary,
+    UpdateType,
+)
 from fleet.rules.policy import Rule
-from fleet.rules.reconcile import DRY_RUN_RULE
+from fleet.rules.reconcile import DRY_RUN_RULE, NOT_VERIFIED
 from reporting.history import as_utc
 from reporting.model import (
     ATTEMPTED,
+    CLIENT_NOT_VERIFIED,
     NOT_DONE_ORDER,
     OUTCOME_ORDER,
     SITE_STATUS_TITLES,
@@ -25,6 +35,7 @@ from reporting.model import (
     DeferredGroup,
     Headline,
     HoldRow,
+    IncidentRow,
     NotDoneGroup,
     NotDoneRow,
     PluginFailure,
@@ -157,15 +168,23 @@ def _version(value: object) -> str:
     return clean(value, 40) if isinstance(value, str) and value else "—"
 
 
-def updated_sites(frame: pd.DataFrame, limit: int) -> tuple[list[UpdatedSite], int]:
-    """Updated items grouped by site (at most `limit` items shown), and how many were left out."""
+def not_verified(frame: pd.DataFrame) -> pd.Series:
+    """The updated items only the dashboard's answer says were updated (the site stopped answering after)."""
+    return (frame["outcome"] == Outcome.updated) & frame["reason"].fillna("").str.startswith(NOT_VERIFIED)
+
+
+def updated_sites(frame: pd.DataFrame, limit: int, *, client: bool = False) -> tuple[list[UpdatedSite], int]:
+    """Updated items grouped by site (at most `limit` items shown), and how many were left out; one updated but
+    not verified says so and why (a client reads why in plain words)."""
+    unverified = not_verified(frame)
     updated = frame[frame["outcome"] == Outcome.updated].sort_values(["site_name", "site_id", "type", "name"])
     shown = updated.head(limit)
     sites: list[UpdatedSite] = []
     for (_, site_name, site_url), rows in shown.groupby(["site_id", "site_name", "site_url"], sort=False):
         items = [
             UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version),
-                        bool(row.suspect))
+                        bool(row.suspect), (CLIENT_NOT_VERIFIED if client else clean(row.reason, 400))
+                        if unverified.at[row.Index] else "")
             for row in rows.itertuples()
         ]
         sites.append(UpdatedSite(clean(site_name, 120), clean(site_url, 200), items))
@@ -258,22 +277,31 @@ def left_out_sentence(frame: pd.DataFrame) -> str:
             "out on purpose (kept back by agreement or by our maintenance policy).")
 
 
-def site_checks(sites: list[SiteRow], limit: int) -> Checks:
+def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None = None) -> Checks:
+    """The health checks; a site's state word is what it is after the night (`states`: the broken sites' own, such
+    as "down, unreachable by the dashboard"), never "online" for a site that fails its check."""
     checked = [site for site in sites if site.check is not None]
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
         check = site.check
-        trouble = site.status != "online" or (check is not None and (not check.healthy or check.open_incidents))
+        trouble = site.status != "online" or (check is not None and (not check.healthy or check.open_incidents
+                                                                      or check.unverified))
         if not trouble:
             continue
         issue = ""
         if check is not None:
-            issue = check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+            issue = (check.error or check.probe_error or ("site reported offline" if check.online is False else "")
+                     or check.unverified or "")
+        state = SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40))
+        if site.status == "online" and check is not None and not check.healthy:
+            state = (states or {}).get(site.site_id, "down")
+        elif site.status == "online" and check is not None and check.unverified:
+            state = "not verified"
         problems.append(
             SiteProblem(
                 clean(site.site_name, 120),
                 clean(site.site_url, 200),
-                SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40)),
+                state,
                 check.http_code if check else None,
                 check.response_ms if check else None,
                 clean(issue, 300),
@@ -307,6 +335,24 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
         for alarm in found
         if client is None or alarm.client == client
     ]
+
+
+def incident_rows(incidents: list[Incident], today: date) -> list[IncidentRow]:
+    """The open incidents (down first, then the oldest) and those closed tonight."""
+    def cause(incident: Incident) -> str:
+        found = [incident.culprit] if incident.culprit else incident.suspects
+        named = "; ".join(f"{clean(s.name or s.slug, 120)} {_version(s.from_version)} → {_version(s.to_version)}"
+                          for s in found[:10])
+        return f"{'culprit' if incident.culprit else 'suspects'}: {named}" if named else ""
+
+    ordered = sorted(incidents, key=lambda i: (not i.is_open, not i.down, i.opened_at, i.id))
+    return [IncidentRow(incident.id, clean(incident.site_name, 120), clean(incident.site_url, 200),
+                        clean(incident.headline, 300), incident.age_days(today), incident.opened_at.date(),
+                        clean(incident.opened_by, 60), cause(incident), clean(incident.done, 600),
+                        clean(incident.next_steps, 400), clean(incident.last_look, 300),
+                        clean(incident.dashboard_page, 300) if incident.dashboard_page else None,
+                        incident.is_open and incident.down, not incident.is_open)
+            for incident in ordered]
 
 
 def hold_rows(holds: list[NightHold], today: date) -> list[HoldRow]:
@@ -382,7 +428,9 @@ def build_report(
     `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
     """
     items = window[-1][1]
-    checks = site_checks(sites, max(10, max_rows // 2))
+    checks = site_checks(sites, max(10, max_rows // 2), {
+        alarm.site_id: clean(alarm.containment.headline, 80) for alarm in summary.broken
+        if alarm.containment is not None and alarm.containment.status is ContainmentStatus.unreachable})
     problems: list[str] = []
     if client is None:
         problems = [clean(error, 500) for error in summary.errors]
@@ -396,7 +444,7 @@ def build_report(
         updated, updated_more = updated_sites(items[would].assign(outcome=Outcome.updated), max_rows)
         not_done_rows = items[~would]
     else:
-        updated, updated_more = updated_sites(items, max_rows)
+        updated, updated_more = updated_sites(items, max_rows, client=client is not None)
         not_done_rows = items
     broken = alarms(summary.broken, client, summary.holds)
     return ReportData(
@@ -419,6 +467,7 @@ def build_report(
             would_apply=int(would.sum()) if summary.dry_run else 0,
             would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
             dry_run=summary.dry_run,
+            not_verified=int(not_verified(items).sum()),
         ),
         updated=updated,
         updated_more=updated_more,
@@ -438,6 +487,7 @@ def build_report(
         broken_more=max(0, len(broken) - MAX_ALARMS),
         already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
+        incidents=incident_rows(summary.incidents, as_utc(summary.finished_at).date()) if client is None else [],
         deferred=deferred_groups(sites, max(10, max_rows // 4)),
         approval=approval_sentence(summary.approval) if client is None else None,
         revived=revived_sentence(sites),

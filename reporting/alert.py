@@ -130,17 +130,60 @@ class SiteDownNotice:
         return f"site-down-{self.run_name}-{self.site_id}"
 
 
-def alert_email(alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings) -> Outgoing:
+@dataclass(frozen=True)
+class StillDownNotice:
+    """A site a night broke is still down on a later night: the operator hears of it again, at most once a day."""
+
+    run_name: str  # tonight's run id
+    dashboard: str
+    incident_id: int
+    site: str  # name and address
+    opened_by: str
+    age_days: int
+    saw: str
+    done: str
+    next_steps: str
+    dashboard_page: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return (f"fleet-maintenance: {self.site} is still down, {self.age_days} day(s) after run {self.opened_by} "
+                f"(incident {self.incident_id})")
+
+    @property
+    def body(self) -> str:
+        page = [f"Its page on the dashboard: {self.dashboard_page}"] if self.dashboard_page else []
+        return "\n".join([
+            f"{self.site} has been down since run {self.opened_by} ({self.age_days} day(s)); run {self.run_name} "
+            f"found it still down: {self.saw}.",
+            f"Dashboard: {self.dashboard}",
+            *page,
+            f"What the nights did: {self.done}",
+            "",
+            "What to do now:",
+            f"  {self.next_steps}",
+            "",
+            f"Once it is handled, the next night's check closes incident {self.incident_id}; or close it yourself: "
+            f"fleet incidents close {self.incident_id} --reason '...'. This reminder comes at most once a day.",
+        ])
+
+    @property
+    def file_stem(self) -> str:
+        return f"still-down-{self.run_name}-{self.incident_id}"
+
+
+Notice = Alert | ApprovalNotice | SiteDownNotice | StillDownNotice
+
+
+def alert_email(alert: Notice, settings: MailSettings) -> Outgoing:
     body = alert.body
     message = build_message(sender=settings.mail_from, recipients=settings.report_to, subject=alert.subject,
                             text=body, html=f"<pre>{html.escape(body)}</pre>", images={})
     return Outgoing("alert", settings.report_to, message, alert.file_stem)
 
 
-async def deliver_alert(
-    alert: Alert | ApprovalNotice | SiteDownNotice, settings: MailSettings, out_dir: Path,
-    unusable: str | None = None,
-) -> list[str]:
+async def deliver_alert(alert: Notice, settings: MailSettings, out_dir: Path, unusable: str | None = None
+                        ) -> list[str]:
     """Send the alert on every channel; returns one line per channel. A channel that fails is logged, never
     raised: the alert must not hide the failure it reports. `unusable`: why the mail settings could not be used
     (the message is then written as a file, saying so)."""

@@ -100,6 +100,7 @@ class Headline:
     would_apply: int = 0  # a dry run: the updates it would apply
     would_sites: int = 0  # ... on this many sites
     dry_run: bool = False
+    not_verified: int = 0  # of the updated items, those the dashboard's answer alone says were updated
 
     @property
     def done(self) -> int:
@@ -168,6 +169,8 @@ class Headline:
             verb = "was" if self.updated == 1 else "were"
             parts = [f"{self.updated} of {plural(self.items, 'pending update')} {verb} applied on "
                      f"{plural(self.sites_updated, 'site')}"]
+        if self.not_verified:
+            parts.append(f"{self.not_verified} of them updated, not verified (see below)")
         if self.failed:
             parts.append(f"{self.failed} failed")
         if self.not_updated:
@@ -180,6 +183,10 @@ def version_change(from_version: str, to_version: str) -> str:
     return "" if to_version == "—" else f"{from_version} → {to_version}"
 
 
+CLIENT_NOT_VERIFIED = ("installed, as the update answered, but not verified: the website stopped answering "
+                       "our checks right after; we are looking into it")
+
+
 @dataclass
 class UpdatedItem:
     type: UpdateType
@@ -187,6 +194,7 @@ class UpdatedItem:
     from_version: str
     to_version: str
     suspect: bool = False  # applied to a site the night broke
+    not_verified: str = ""  # updated by the dashboard's answer alone: why it could not be verified
 
     @property
     def change(self) -> str:
@@ -346,6 +354,30 @@ class Alarm:
         if not self.held:
             return "nothing is held because of it (no suspect was shown applied)"
         return f"held fleet-wide from the next night: {', '.join(self.held)} (fleet holds list)"
+
+
+@dataclass
+class IncidentRow:
+    """A site a night broke, as the operator's report leads with it until the incident is closed."""
+
+    id: int
+    site_name: str
+    site_url: str
+    state: str  # "down", "up, with X still deactivated", "closed: ..."
+    age_days: int
+    since: date
+    opened_by: str
+    cause: str  # the culprit, or the suspects, with their versions
+    done: str
+    next_steps: str
+    last_look: str
+    dashboard_page: str | None
+    down: bool
+    closed: bool
+
+    @property
+    def age(self) -> str:
+        return "opened today" if self.age_days == 0 else f"open {plural(self.age_days, 'day')}"
 
 
 @dataclass
@@ -551,6 +583,7 @@ class ReportData:
     broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
     already_down: list[Alarm] = field(default_factory=list)
     night_holds: list[HoldRow] = field(default_factory=list)
+    incidents: list[IncidentRow] = field(default_factory=list)  # the operator's: open, and closed tonight
     deferred: list[DeferredGroup] = field(default_factory=list)
     left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
@@ -560,6 +593,21 @@ class ReportData:
     @property
     def kind(self) -> str:
         return "operator" if self.client is None else "client"
+
+    @property
+    def incidents_open(self) -> list[IncidentRow]:
+        return [incident for incident in self.incidents if not incident.closed]
+
+    @property
+    def incidents_closed(self) -> list[IncidentRow]:
+        return [incident for incident in self.incidents if incident.closed]
+
+    @property
+    def incidents_title(self) -> str:
+        """`2 open incidents: 1 site still down`."""
+        down = sum(1 for incident in self.incidents_open if incident.down)
+        still = f": {plural(down, 'site')} down" if down else ""
+        return f"{plural(len(self.incidents_open), 'open incident')}{still}"
 
     @property
     def audience(self) -> str:
@@ -579,4 +627,7 @@ class ReportData:
         dry = " (dry run)" if self.dry_run else ""
         alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
             if self.headline.broken else ""
+        down = sum(1 for incident in self.incidents_open if incident.down)
+        if down and not alarm:
+            alarm = f"{down} SITE{'' if down == 1 else 'S'} STILL DOWN: "
         return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.model.summary import SUMMARY_FILE, Delivery, SiteAlarm, SiteLook
+from fleet.model.summary import SUMMARY_FILE, Delivery, Incident, SiteAlarm, SiteLook
+from fleet.rules.incidents import still_down
 from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
@@ -69,6 +70,8 @@ class ReportResult(BaseModel):
     problems: list[str] = Field(default_factory=list)
     broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do.")
+    still_down: list[Incident] = Field(default_factory=list, description="Sites broken on earlier nights and "
+                                       "still down.")
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,7 @@ class ReportResult(BaseModel):
             problems=delivery_problems(deliveries),
             broken=rendered.broken,
             did_nothing=rendered.did_nothing,
+            still_down=rendered.still_down,
         )
 
     def raise_for_problems(self) -> None:
@@ -117,6 +121,7 @@ class RenderedRun:
     dry_run: bool
     reports: list[RenderedReport]
     broken: list[SiteAlarm] = field(default_factory=list)
+    still_down: list[Incident] = field(default_factory=list)  # open incidents of earlier nights, their site down
     did_nothing: str | None = None
     visual: list[dict[str, str]] = field(default_factory=list)  # the visual results, a row per page (the artifact)
     visual_note: str = ""  # the visual checks in one sentence
@@ -269,6 +274,7 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
         for client, recipients in run.audiences
     ]
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
+                       [] if run.summary.dry_run else still_down(run.summary.incidents, run.summary.run_id),
                        run.summary.did_nothing, artifact_rows(run.summary.looks),
                        operator_looks(run.summary.looks, []).sentence)
 

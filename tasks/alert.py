@@ -73,16 +73,23 @@ async def error_text(state: Any) -> str:
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     """`on_failure` / `on_crashed` hook: send the alert by e-mail (or `.eml`) and the notification blocks. A
     mistake in a run a person started (a setting, the policy file, the selection) is theirs to read on the run;
-    a scheduled run that fails on one missed its night and alerts."""
+    a scheduled run that fails on one missed its night and alerts. A night failed only because sites broken on
+    earlier nights are still down sends nothing here: the incidents step alerted about each, at most once a day
+    (nights may run hourly)."""
     from prefect.settings import PREFECT_UI_URL
     from prefect_email import EmailServerCredentials
 
     from fleet.model.settings import PipelineSettings
+    from fleet.rules.incidents import SitesStillDown
     from reporting.alert import Alert, deliver_alert
     from reporting.settings import MailSettings
     from tasks.preflight import USAGE_ERRORS
 
-    if isinstance(await failure_of(state), USAGE_ERRORS) and not getattr(flow_run, "auto_scheduled", False):
+    failure = await failure_of(state)
+    if isinstance(failure, SitesStillDown):
+        log.warning("flow run %s: sites still down; the incidents step alerts about each once a day", flow_run.name)
+        return
+    if isinstance(failure, USAGE_ERRORS) and not getattr(flow_run, "auto_scheduled", False):
         log.info("no alert for run %s: a usage mistake in a run a person started (%s)", flow_run.name, state.message)
         return
     parameters = flow_run.parameters or {}

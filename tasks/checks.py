@@ -34,17 +34,31 @@ async def dashboard_checks(
     client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sizer: CallSizer | None = None
 ) -> dict[int, HealthCheck]:
     """`check-sites-v1` over the sites in calls sized by time (a queued check is waited on; it then reports
-    only failures; a check whose answer was lost is not sent again)."""
-    checks: dict[int, HealthCheck] = {}
+    only failures). A lost answer is not a failing site: the sites of a call whose answer was lost are checked
+    once more, in calls of their own; lost again, their check is `unverified` (nothing was seen failing)."""
     sizer = sizer or settings.call_sizer()
+    checks, lost = await _check_once(client, sites, settings, sizer)
+    if lost:
+        log.warning("the check's answer was lost for %d site(s): checking them once more", len(lost))
+        again, lost_again = await _check_once(client, [site for site in sites if site.id in lost], settings, sizer)
+        checks |= again | {site_id: HealthCheck(unverified=f"the check's answer was lost twice ({lost[site_id]}; "
+                                                           f"then {why})") for site_id, why in lost_again.items()}
+    return checks
+
+
+async def _check_once(
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sizer: CallSizer
+) -> tuple[dict[int, HealthCheck], dict[int, str]]:
+    """The checks the calls answered, and the sites whose call's answer was lost (with what was lost)."""
+    checks: dict[int, HealthCheck] = {}
+    lost: dict[int, str] = {}
 
     async def send(call: BatchCall) -> object:
         return await client.check_sites(call.site_ids)
 
     async def read(call: BatchCall) -> None:
         if call.lost is not None:
-            checks.update({site_id: HealthCheck(error=f"the check's answer was lost: {call.lost}")
-                           for site_id in call.site_ids})
+            lost.update({site_id: str(call.lost) for site_id in call.site_ids})
             return
         if call.answer.result is not None:
             for checked in call.answer.result.checked:
@@ -65,7 +79,7 @@ async def dashboard_checks(
 
     await send_batch_calls(client, sizer, Operation.check, {None: [Work(site.id) for site in sites]}, send, read,
                            settings, SiteErrorIndex(sites), "check")
-    return checks
+    return checks, lost
 
 
 async def revive_known_offline(
@@ -125,12 +139,18 @@ def probe_client(settings: PipelineSettings, transport: httpx.AsyncBaseTransport
 async def probe_sites(
     sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
 ) -> list[ProbeResult | None]:
-    """The home-page probe of each site (None for every site when probing is turned off)."""
+    """The home-page probe of each site (None for every site when probing is turned off). A probe whose answer
+    was lost (a timeout, a cut connection) is asked once more before it counts: a lost answer is not a broken
+    site."""
     if not settings.probe_sites:
         return [None] * len(sites)
     async with probe_client(settings, transport) as http:
+        async def probe(url: str) -> ProbeResult:
+            first = await probe_home_page(http, url)
+            return await probe_home_page(http, url) if first.lost else first
+
         urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
-        return await fan_out(urls, lambda url: probe_home_page(http, url), settings.probe_concurrency)
+        return await fan_out(urls, probe, settings.probe_concurrency)
 
 
 async def probe_before_updates(

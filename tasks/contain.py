@@ -1,5 +1,6 @@
 """After each update step: probe the sites it touched, and contain the ones it broke (the culprit deactivated, or
-the operator alerted at once when the site's MainWP Child no longer answers)."""
+the operator alerted at once when the site's MainWP Child no longer answers); on the way back, the fixed release of
+a deactivated culprit is switched on first."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Band, Containment, ContainmentStatus, UpdateType
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.breakage import site_page
+from fleet.rules.execution import CallResult, JobOutcome
 from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
 from fleet.visual.policy import ReviewMode
@@ -56,8 +58,8 @@ class DashboardSwitchboard:
     async def _switch(self, call: Callable[[int, list[str]], Awaitable[PluginSwitch]], slugs: list[str]) -> None:
         try:
             answer = await call(self.site.id, slugs)
-        except SiteOffline as error:  # any other error is the dashboard's: the containment fails, the night goes on
-            raise ChildUnreachable(f"{error.call}: {error}") from error
+        except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
+            raise ChildUnreachable(str(error)) from error  # any other error is the dashboard's: containing it fails
         if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 
@@ -70,7 +72,7 @@ class DashboardSwitchboard:
         try:
             answer = await self.client.sync_sites([self.site.id])
         except DashboardError as error:
-            return f"{error.call}: {error}"
+            return str(error)
         errors = list(answer.errors) + (list(answer.result.errors) if answer.result else [])
         return "; ".join(error.message or error.code for error in errors) or None
 
@@ -104,7 +106,7 @@ async def probe_and_contain(
                                                  DashboardSwitchboard(client, site, http, settings, looks))
             except DashboardError as error:  # the site stays broken and reported; the night goes on
                 containment = Containment(step=step, status=ContainmentStatus.not_contained,
-                                          detail=f"containing it failed: {error.call}: {error}",
+                                          detail=f"containing it failed: {error}",
                                           next_steps=f"roll back by hand: {restore_steps(applied)}")
             containment.saw = saw[site_id]
             breaks.learn_break(site_id, site.name, containment, applied)
@@ -143,12 +145,42 @@ async def alert_site_down(client: DashboardClient, site: SiteRecord, containment
         run_name=run_id, dashboard=parts.hostname or "", site_id=site.id, site=f"{site.name} ({site.url})",
         step=containment.step.value, what_happened=containment.detail, next_steps=containment.next_steps,
         dashboard_page=site_page(base, site.id))
+    return await deliver_alert(notice, night_mail_settings("site-down alert"), report_dir / "alerts")
+
+
+def night_mail_settings(what: str) -> MailSettings:
+    """The mail settings for an alert sent during the night; bad ones must not stop it (the file is still written)."""
     try:
-        mail = MailSettings()
-    except ValueError as error:  # bad mail settings must not stop the night: the file is still written
-        log.error("site-down alert: mail settings unusable (%s): only the file is written", error)
-        mail = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=[])
-    return await deliver_alert(notice, mail, report_dir / "alerts")
+        return MailSettings()
+    except ValueError as error:
+        log.error("%s: mail settings unusable (%s): only the file is written", what, error)
+        return MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=[])
+
+
+async def switch_on_fixed_releases(
+    client: DashboardClient, sent: list[PlanItem], calls: list[CallResult], jobs: list[JobOutcome]
+) -> list[PlanItem]:
+    """The way back: switch on each deactivated culprit whose fixed release the dashboard answered installed (one
+    still at the bad version stays off). Returns the items switched on; the probe after the step judges them."""
+    reports = [report for answer in [*calls, *jobs] for report in answer.reports]
+    installed = {(report.site_id, report.slug) for report in reports if report.ok and report.slug is not None}
+    switched = []
+    for item in sent:
+        if (item.site_id, item.slug) not in installed:
+            log.warning("site %d: %s %s was not answered installed: it stays deactivated", item.site_id,
+                        item.name or item.slug, item.to_version)
+            continue
+        try:
+            answer = await client.activate_plugins(item.site_id, [item.slug])
+        except DashboardError as error:  # it stays off, as it was; the incident stays open
+            log.warning("site %d: switching on %s failed: %s", item.site_id, item.name or item.slug, error)
+            continue
+        if item.slug in answer.switched:
+            log.info("site %d: %s %s installed and switched on (the way back)", item.site_id, item.name or item.slug,
+                     item.to_version)
+            switched.append(item)
+    return switched
 
 
 probe_and_contain_task = task(probe_and_contain, name="probe-after-step", **STEP_OPTIONS)
+switch_on_fixed_releases_task = task(switch_on_fixed_releases, name="switch-on-fixed-releases", **STEP_OPTIONS)

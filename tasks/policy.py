@@ -12,7 +12,7 @@ from fleet.model.summary import Selection
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, Plan, SiteRecord, build_plan
 from fleet.rules.policy import Policy
 from fleet.state.first_seen import FirstSeenStore
-from fleet.state.holds import HoldStore, hold_remembered, hold_rolled_back
+from fleet.state.holds import HoldStore, hold_remembered, hold_rolled_back, holds_ended
 from tasks.retries import STEP_OPTIONS
 
 
@@ -38,10 +38,11 @@ async def apply_policy(
         first_seen=first_seen, selection=selection, dry_run=dry_run, planned_for=planned_for,
     )
     store = HoldStore(settings.state_path)
-    plan.items, superseded = hold_remembered(hold_rolled_back(plan.items, pending), store.active())
-    if not dry_run:
-        for hold in superseded:
-            store.release(f"{hold.item}@{hold.version}", f"superseded by a newer version on {created_at.date()}")
+    holds = store.active()
+    plan.items = hold_remembered(hold_rolled_back(plan.items, pending), holds)
+    if not dry_run and selection.covers_every_site:  # a part of the fleet cannot say that no site is offered it
+        for hold in holds_ended(holds, plan.items):
+            store.release(f"{hold.item}@{hold.version}", f"no site was offered it any more on {created_at.date()}")
     return plan
 
 

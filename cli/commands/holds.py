@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 if TYPE_CHECKING:
     from fleet.state.holds import HoldStore
@@ -16,6 +15,7 @@ if TYPE_CHECKING:
 app = typer.Typer(help="The versions the nights hold fleet-wide after they broke a site or failed on several.",
                   no_args_is_help=True)
 
+WIDTH = 80  # a terminal's columns: an item is never cut, a reason is
 StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state database (default: FLEET_STATE_DB, "
                                                                   "or fleet-state.sqlite in FLEET_HOME).")]
 
@@ -38,7 +38,8 @@ def _store(state_db: Path | None) -> HoldStore:
 
 @app.command("list")
 def list_holds(state_db: StateDb = None) -> None:
-    """Every active hold: the item and version, since when, why, and the site it broke or failed on."""
+    """Every active hold, a few lines each (readable at 80 columns): the item and version whole, as `fleet holds
+    release` takes them, its name, since when, the site it broke or failed on, and why (cut after two lines)."""
     store = _store(state_db)
     if not store.path.is_file():  # never create an empty memory just by looking
         typer.echo(f"no version is held: no state database at {store.path} yet (FLEET_HOME or FLEET_STATE_DB)")
@@ -48,11 +49,14 @@ def list_holds(state_db: StateDb = None) -> None:
         typer.echo(f"no version is held (state database: {store.path})")
         return
     today = datetime.now(UTC).date()
-    table = Table("item", "version", "name", "held since", "age", "reason", "site")
     for hold in holds:
-        table.add_row(hold.item, hold.version, hold.name, hold.since.isoformat(), f"{hold.age_days(today)} d",
-                      hold.reason, hold.site or "")
-    Console(soft_wrap=True).print(table)
+        typer.echo(f"{hold.item}@{hold.version}")
+        about = f"{hold.name or hold.slug} · held since {hold.since.isoformat()} ({hold.age_days(today)} d)"
+        for label, text in (("", about), ("site", hold.site or ""), ("why", " ".join(hold.reason.split()))):
+            if text:
+                typer.echo("\n".join(textwrap.wrap(f"{label}: {text}" if label else text, WIDTH, max_lines=2,
+                                                   initial_indent="    ", subsequent_indent="      ",
+                                                   placeholder=" …", break_on_hyphens=False)))
     typer.echo(f"{len(holds)} hold(s); release one with: fleet holds release TYPE:SLUG[@VERSION]")
 
 

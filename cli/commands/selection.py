@@ -82,10 +82,12 @@ def print_summary(path: str) -> None:
 
 def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
     """Run a flow from the command line: an expected failure prints one line (no traceback) and exits with its
-    documented code (cli/errors.py); the night that broke sites still prints where its summary went."""
+    documented code (cli/errors.py); the night that broke sites, or ends with sites still down, still prints where
+    its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
     from fleet.rules.breakage import SitesBrokenByRun
     from fleet.rules.empty_night import NightDidNothing
+    from fleet.rules.incidents import SitesStillDown
 
     quiet_expected_tracebacks()
     try:
@@ -95,7 +97,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
         if found is None:
             raise
         code, line = found
-        if isinstance(error, SitesBrokenByRun | NightDidNothing):
+        if isinstance(error, SitesBrokenByRun | SitesStillDown | NightDidNothing):
             print_summary(error.summary_path)
         typer.secho(f"{label}: {line}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code) from None
@@ -106,7 +108,8 @@ def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], labe
     """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
     went; exits with the codes of cli/errors.py (2 for a bad option, setting, policy file or a selection that
     matches no site, 3 for refused credentials, 4 for an unreachable dashboard: all before any flow run; 7 for
-    a night that broke sites)."""
+    a night that broke sites, 8 for one that ends with sites broken on earlier nights still down, 9 for one
+    that did nothing)."""
     app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
     @app.callback()

@@ -271,6 +271,7 @@ async def run(emulator: Emulator, catalog: Catalog, request: Request, name: str,
     if ability is None:
         raise AbilityError("rest_ability_not_found", "Ability not found.", 404)
     method = "GET" if request.method == "HEAD" else request.method
+    emulator.state.request_counts[f"{method} /wp-abilities/v1/{ability.name}"] += 1  # ground truth, beside REST
     if method not in ability.allowed_methods:
         raise AbilityError("rest_ability_invalid_method", METHOD_MESSAGES[ability.run_method], 405)
     large = int(request.headers.get("content-length") or 0) + len(request.url.query) > LARGE_BYTES

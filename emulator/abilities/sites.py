@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from emulator.abilities.context import AbilityContext, page_of
+from emulator.abilities.errors import AbilityError
 from emulator.abilities.shapes import (
     client_view,
     cost_view,
@@ -162,9 +163,18 @@ async def _plugin_action(ctx: AbilityContext, args: dict[str, Any], activate: bo
     try:
         done = [item_view(item) for item in await ctx.ops.set_plugins_active(site, slugs, activate)]
     except SiteUnavailable as error:
+        if error.thrown is not None:  # the callback does not catch fetch_url's exception: WordPress wraps it
+            raise callback_exception(ctx, error.thrown) from None
         done = []
         errors = [{"slug": slug, "code": ctx.code(f"{verb}_failed"), "message": error.message} for slug in slugs]
     return {"activated" if activate else "deactivated": done, "errors": errors}
+
+
+def callback_exception(ctx: AbilityContext, thrown: str) -> AbilityError:
+    """What WordPress answers when an ability's callback throws (`WP_Ability::invoke_callback`): a WP_Error
+    without a status, so HTTP 500, the exception's message quoted."""
+    return AbilityError("ability_callback_exception",
+                        f'Ability "{ctx.ability.name}" callback threw an exception: {thrown}', None)
 
 
 async def activate_site_plugins(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -303,8 +313,8 @@ async def sync_sites(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
             return _site_error(ctx, site, "site_offline", "Site is known to be offline.", 503)
         if child_outdated(site):
             return _site_error(ctx, site, "child_outdated", "Child plugin version 4.0.0 or higher required.", 400)
-        result = await ctx.ops.sync(site)
-        return None if result.ok else _site_error(ctx, site, "sync_failed", result.error or "Sync returned false.", 500)
+        result = await ctx.ops.sync(site)  # MainWP_Sync::sync_site keeps why in the site's `sync_errors`
+        return None if result.ok else _site_error(ctx, site, "sync_failed", "Sync operation failed.", 500)
 
     outcomes = [await one(s) for s in sites]  # one after another, as the dashboard's foreach
     synced = [site_ref(s) for s, error in zip(sites, outcomes, strict=True) if error is None]

@@ -75,9 +75,10 @@ async def _update_one_site(ctx: AbilityContext, site: Site, types: list[str], sl
         wanted = slugs if item_type in ("plugin", "theme") else None
         try:
             results = await ctx.ops.update_items(site, item_type, wanted)
-        except SiteUnavailable as exc:
+        except SiteUnavailable as exc:  # `execute_*_updates` catch fetch_url's exception: one error per item
+            code, message = ("update_exception", exc.thrown) if exc.thrown else ("update_failed", exc.message)
             for slug in ctx.ops.update_candidates(site, item_type, wanted):
-                errors.append(update_error(site, TYPE_OUT[item_type], slug, ctx.code("update_failed"), exc.message))
+                errors.append(update_error(site, TYPE_OUT[item_type], slug, ctx.code(code), message))
             continue
         except SiteSuspended:
             errors.append(update_error(site, "site", "", ctx.code("site_suspended"), "Site is suspended."))
@@ -166,7 +167,9 @@ async def update_site_core(ctx: AbilityContext, args: dict[str, Any]) -> dict[st
     site = _updatable_site(ctx, args)
     try:
         results = await ctx.ops.update_items(site, "wp")
-    except SiteUnavailable as exc:
+    except SiteUnavailable as exc:  # `execute_core_update` catches fetch_url's exception
+        if exc.thrown:
+            raise ctx.fail("update_exception", exc.thrown, None) from None
         raise ctx.fail("update_failed", exc.message, None) from None
     except SiteSuspended:
         raise ctx.fail("site_suspended", "Site is suspended.", 400) from None

@@ -282,6 +282,9 @@ async def _plugin_toggle(req: RestRequest, active: bool) -> dict[str, Any]:
     try:
         changed = await req.ops.set_plugins_active(site, slugs, active)
     except SiteUnavailable as error:
+        if error.thrown is not None:  # `handle_plugins_actions_of_site` turns fetch_url's exception into its error
+            action = "activate" if active else "deactivate"
+            raise RestError(req.code(f"rest_{action}_plugins_action"), error.thrown, None) from None
         return {"success": 0, "data": {"error": error.message}, "site": site_simple(site)}
     data = [{"name": item.name, "version": item.version, "slug": item.slug} for item in changed]
     return {"success": 1 if data else 0, "data": data, "site": site_simple(site)}

@@ -3,6 +3,7 @@ ignoring. Per-item outcomes come from `SiteOperations`; this module only writes 
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
@@ -200,10 +201,8 @@ def _site_for_update(req: RestRequest) -> Site:
 async def update_site(req: RestRequest) -> dict[str, Any]:
     site = _site_for_update(req)
     stamp = _stamp(req)
-    try:
+    with suppress(SiteUnavailable):  # run through `run-updates-v1`, whose per-site errors this route never reads
         await req.ops.update_site(site)
-    except SiteUnavailable as error:
-        raise RestError(req.code("rest_updates_site_error"), error.message, 500) from None
     return {
         "success": 1,
         "message": "Batch updates for the site completed.",
@@ -218,8 +217,8 @@ async def update_core(req: RestRequest) -> dict[str, Any]:
     site = _site_for_update(req)
     try:
         results = await req.ops.update_items(site, "wp")
-    except SiteUnavailable:
-        return {"success": 0, "error": "No response from the child site server."}
+    except SiteUnavailable as error:  # caught, and said as `MainWP_Error_Helper::get_console_error_message`
+        return {"success": 0, "error": error.console_message} if error.thrown else {"success": 0}
     if not results:
         return {"success": 0, "error": "No update found for the set locale."}
     result = results[0]
@@ -262,8 +261,8 @@ async def update_items(req: RestRequest) -> dict[str, Any]:
         return nothing
     try:
         results = await req.ops.update_items(site, item_type, slugs, refresh_stored=item_type != "plugin")
-    except SiteUnavailable as error:
-        raise RestError(req.code(f"rest_upgrade_{kind}_of_site_error"), error.message, 500) from None
+    except SiteUnavailable as error:  # the exception's message alone, in an error without a status
+        raise RestError(req.code(f"rest_upgrade_{kind}_of_site_error"), error.thrown or error.message, None) from None
     if not results:
         return nothing
     data: dict[str, Any] = {}

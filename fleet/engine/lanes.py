@@ -24,6 +24,7 @@ class Lane:
     sites: list[SiteRecord]
     items: list[PlanItem]
     untouchable: dict[UpdateType, dict[int, list[str]]] = field(default_factory=dict)
+    switch_on: bool = False  # the way back: the plugins its plugin step updated are switched on before the probe
 
     @property
     def site_ids(self) -> list[int]:
@@ -64,5 +65,18 @@ def without_sites(lane: Lane, site_ids: set[int]) -> tuple[Lane, list[PlanItem]]
     kept = Lane(label=lane.label, sites=[site for site in lane.sites if site.id not in site_ids],
                 items=[item for item in lane.items if item.site_id not in site_ids],
                 untouchable={type_: {site: slugs for site, slugs in by_site.items() if site not in site_ids}
-                             for type_, by_site in lane.untouchable.items()})
+                             for type_, by_site in lane.untouchable.items()}, switch_on=lane.switch_on)
     return kept, [item for item in lane.items if item.site_id in site_ids]
+
+
+def way_back_lane(plan: Plan, fixed: list[PlanItem]) -> Lane:
+    """The fixed releases of deactivated culprits, each on its own site, as one lane whose calls touch nothing else
+    of those sites (every other plugin of theirs is untouchable) and whose plugins are switched on once updated."""
+    chosen = {(item.site_id, item.slug) for item in fixed}
+    sites = {item.site_id for item in fixed}
+    untouchable: dict[int, list[str]] = defaultdict(list)
+    for item in plan.items:
+        if item.site_id in sites and item.type is UpdateType.plugin and (item.site_id, item.slug) not in chosen:
+            untouchable[item.site_id].append(item.slug)
+    return Lane(label="way-back", sites=[site for site in plan.sites if site.id in sites], items=list(fixed),
+                untouchable={UpdateType.plugin: dict(untouchable)}, switch_on=True)

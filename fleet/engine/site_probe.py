@@ -27,6 +27,7 @@ class ProbeResult(BaseModel):
     http_code: int | None = None
     response_ms: float | None = None
     error: str | None = None
+    lost: bool = False  # no answer came (a timeout, a cut connection): nothing was seen yet
 
 
 def probe_url(site_url: str, template: str | None) -> str:
@@ -52,7 +53,9 @@ async def probe_home_page(http: httpx.AsyncClient, url: str) -> ProbeResult:
                 if len(body) >= BODY_LIMIT:
                     break
     except (httpx.TimeoutException, TimeoutError):
-        return ProbeResult(ok=False, error=f"no answer from {url} within the timeout")
+        return ProbeResult(ok=False, error=f"no answer from {url} within the timeout", lost=True)
+    except (httpx.RemoteProtocolError, httpx.ReadError) as error:  # the answer was cut off
+        return ProbeResult(ok=False, error=f"{url}: {type(error).__name__}: {error}", lost=True)
     except httpx.HTTPError as error:
         return ProbeResult(ok=False, error=f"{url}: {type(error).__name__}: {error}")
     elapsed = round((time.perf_counter() - started) * 1000, 1)

@@ -93,6 +93,9 @@ class HealthCheck(Record):
     error: str | None = None
     before_ok: bool | None = Field(None, description="The home-page probe before the updates (None: not probed).")
     before_error: str | None = None
+    unverified: str | None = Field(None, description="The dashboard's check could not be read (its answer was lost, "
+                                   "and again when re-run): why. Nothing was seen failing: the site is not judged "
+                                   "on it.")
 
     @property
     def healthy(self) -> bool:
@@ -259,6 +262,55 @@ class NightHold(BaseModel):
         return (today - self.since).days
 
 
+class Incident(BaseModel):
+    """A site a night broke, open across nights until a later check passes and nothing a night switched off is
+    still off, or until an operator closes it (`fleet incidents close`). Kept in the state database."""
+
+    id: int = 0  # given by the state database
+    dashboard: str = Field(description="The dashboard the site is on (its URL, never a credential).")
+    site_id: int
+    site_url: str
+    site_name: str
+    client: str | None = None
+    opened_by: str = Field(description="The run that broke the site.")
+    opened_at: datetime
+    status: str = Field(description="What that night left it: contained, unreachable, not_contained, reported, "
+                        "not_plugins, or broken.")
+    saw: str = ""
+    culprit: Suspect | None = None
+    suspects: list[Suspect] = Field(default_factory=list)
+    done: str = Field("", description="What the nights did about it, in words.")
+    next_steps: str = ""
+    dashboard_page: str | None = None
+    deactivated: list[str] = Field(default_factory=list, description="Plugins a night switched off on the site.")
+    down: bool = Field(True, description="At the last look, the site failed its check.")
+    last_look: str = Field("", description="What the last look at the site saw, and when.")
+    alerted_on: date | None = Field(None, description="The day the operator was last alerted about it.")
+    closed_at: datetime | None = None
+    closed_by: str | None = Field(None, description="The run whose check closed it, or `operator`.")
+    close_reason: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed_at is None
+
+    def age_days(self, today: date) -> int:
+        return max(0, (today - self.opened_at.date()).days)
+
+    @property
+    def headline(self) -> str:
+        """Its state now, in a few words."""
+        if not self.is_open:
+            return f"closed: {self.close_reason}"
+        if self.down:
+            return "down, unreachable by the dashboard" if self.status == "unreachable" else "down"
+        if self.deactivated:
+            names = [self.culprit.name or slug if self.culprit and self.culprit.slug == slug else slug
+                     for slug in self.deactivated]
+            return f"up, with {', '.join(names)} still deactivated"
+        return "up, waiting for a check"
+
+
 class ReportClient(BaseModel):
     """A dashboard client, so that a per-client report can be addressed."""
 
@@ -321,6 +373,11 @@ class Selection(BaseModel):
         default_factory=lambda: list(UpdateType), description="Update types to apply; the others are excluded."
     )
 
+    @property
+    def covers_every_site(self) -> bool:
+        """No site, tag or client named: every site of the dashboard is listed (the types filter only the plan)."""
+        return not (self.sites or self.tags or self.clients)
+
 
 class ApprovalRecord(BaseModel):
     """The night's approval gate: when it opened, how it ended, who answered."""
@@ -360,6 +417,8 @@ class Summary(BaseModel):
     # the alarms come before the items in summary.json, so that a reader of the head sees them early
     broken: list[SiteAlarm] = Field(default_factory=list, description="Sites healthy before and failing after.")
     already_down: list[SiteAlarm] = Field(default_factory=list, description="Sites failing before the updates.")
+    incidents: list[Incident] = Field(default_factory=list, description="The dashboard's open incidents after this "
+                                      "night (those it opened too), and those it closed.")
     holds: list[NightHold] = Field(default_factory=list, description="Versions the nights hold, new ones included.")
     approval: ApprovalRecord | None = None
     counts: Counts = Field(default_factory=Counts)

@@ -93,11 +93,16 @@ def judge_sites(
 
 
 def broken_message(broken: list[SiteAlarm], run_id: str) -> str:
-    """The flow run's failure message: the broken sites and their suspects, in one line."""
+    """The flow run's failure message (the alert says it): the broken sites, each with its address, its suspects
+    and the versions to restore, what to do and its dashboard page, in one line."""
     def said(alarm: SiteAlarm) -> str:
-        suspects = ", ".join(s.name or s.slug for s in alarm.suspects)
-        state = alarm.containment.headline if alarm.containment else "broken"
-        return f"{alarm.site_name or alarm.site_url} ({suspects}{'' if state == 'broken' else f': {state}'})"
+        suspects = ", ".join(f"{s.name or s.slug} {s.from_version or '?'} -> {s.to_version or '?'}"
+                             for s in alarm.suspects)
+        contained = alarm.containment
+        state = f": {contained.headline}" if contained and contained.headline != "broken" else ""
+        todo = f"; {contained.next_steps}" if contained and contained.next_steps else ""
+        page = f"; dashboard: {alarm.dashboard_page}" if alarm.dashboard_page else ""
+        return f"{alarm.site_name or alarm.site_url} {alarm.site_url} ({suspects}{state}{todo}{page})"
 
     named = "; ".join(said(alarm) for alarm in broken[:10])
     more = f" and {len(broken) - 10} more" if len(broken) > 10 else ""

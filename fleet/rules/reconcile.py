@@ -17,6 +17,7 @@ from fleet.rules.execution import CallResult, ItemReport, JobOutcome
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
 
 DRY_RUN_RULE = "dry_run"
+NOT_VERIFIED = "updated, not verified"  # how an `updated` item's reason starts when only the answer says so
 
 
 def summary_item(item: PlanItem, site: SiteRecord, outcome: Outcome, reason: str | None, **changes) -> Item:
@@ -112,7 +113,7 @@ def reconcile(
             if error:
                 results.append(summary_item(item, site, Outcome.failed, error))
             elif report is not None and report.ok and report.old_version:  # the only evidence left: keep it
-                reason = (f"updated, not verified: the dashboard answered updated {report.old_version} -> "
+                reason = (f"{NOT_VERIFIED}: the dashboard answered updated {report.old_version} -> "
                           f"{report.new_version or '?'}, then the site stopped answering it "
                           f"(re-sync: {resync_errors[item.site_id]})")
                 results.append(summary_item(item, site, Outcome.updated, reason, rule=None,

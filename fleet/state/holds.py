@@ -1,7 +1,9 @@
 """The night's memory of bad versions: a version that broke a site, or failed on several, is held fleet-wide.
 
-Kept in the state database beside the first-seen store. A hold stops exactly the remembered version of an item:
-it ends when the dashboard offers a newer version, or when an operator releases it (`fleet holds release`).
+Kept in the state database beside the first-seen store. A hold stops exactly the remembered version of an item.
+It stays while any site is still offered that version (a site whose updates lag behind is exactly the one that
+would get it), so it ends only on a night that listed every site and found none offered it, or when an operator
+releases it (`fleet holds release`). A newer release offered somewhere ends nothing.
 The policy file's holds stay the operator's own; these are written and lifted by the nights.
 """
 
@@ -11,8 +13,6 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
-
-from packaging.version import InvalidVersion, Version
 
 from fleet.model.summary import NightHold, Outcome, Summary, UpdateType
 from fleet.rules.plan import Decision, DetectedUpdate, PlanItem
@@ -39,13 +39,6 @@ def _hold(row: tuple[str, ...]) -> NightHold:
     type_, slug, version, name, reason, site, since = row
     return NightHold(type=UpdateType(type_), slug=slug, version=version, name=name, reason=reason, site=site,
                      since=date.fromisoformat(since))
-
-
-def _newer(offered: str | None, held: str) -> bool:
-    try:
-        return Version(offered or "") > Version(held)
-    except InvalidVersion:
-        return False
 
 
 class HoldStore:
@@ -109,24 +102,26 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     return list(found.values())
 
 
-def hold_remembered(items: list[PlanItem], holds: list[NightHold]) -> tuple[list[PlanItem], list[NightHold]]:
-    """The plan's items with the remembered versions held, and the holds a newer version has superseded."""
-    by_key = {(hold.type, hold.slug): [] for hold in holds}
-    for hold in holds:
-        by_key[(hold.type, hold.slug)].append(hold)
-    superseded: dict[tuple[UpdateType, str, str], NightHold] = {}
+def hold_remembered(items: list[PlanItem], holds: list[NightHold]) -> list[PlanItem]:
+    """The plan's items with the remembered versions held."""
+    by_version = {(hold.type, hold.slug, hold.version): hold for hold in holds}
     decided = []
     for item in items:
-        for hold in by_key.get((item.type, item.slug), ()):
-            if item.to_version == hold.version and item.decision is Decision.apply:
-                item = item.model_copy(update={
-                    "decision": Decision.held, "rule": Rule.night_hold,
-                    "reason": f"held since {hold.since.isoformat()}: {hold.reason} "
-                              f"(release: fleet holds release {hold.item}@{hold.version})"})
-            elif _newer(item.to_version, hold.version):
-                superseded[(hold.type, hold.slug, hold.version)] = hold
+        hold = by_version.get((item.type, item.slug, item.to_version or ""))
+        if hold is not None and item.decision is Decision.apply:
+            item = item.model_copy(update={
+                "decision": Decision.held, "rule": Rule.night_hold,
+                "reason": f"held since {hold.since.isoformat()}: {hold.reason} "
+                          f"(release: fleet holds release {hold.item}@{hold.version})"})
         decided.append(item)
-    return decided, list(superseded.values())
+    return decided
+
+
+def holds_ended(holds: list[NightHold], items: list[PlanItem]) -> list[NightHold]:
+    """The holds whose version none of `items` (every item detected on every site, pending or ignored) is
+    offered any more. Only a night that listed the whole fleet may end a hold with them."""
+    offered = {(item.type, item.slug, item.to_version) for item in items}
+    return [hold for hold in holds if (hold.type, hold.slug, hold.version) not in offered]
 
 
 def hold_rolled_back(items: list[PlanItem], pending: list[DetectedUpdate]) -> list[PlanItem]:

@@ -5,6 +5,7 @@ the site until a check succeeds; plugin (de)activation that changes the site for
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 
@@ -47,8 +48,9 @@ async def test_a_fatal_at_load_is_reported_updated_then_the_site_and_its_child_a
     deactivated = await ability(board, "deactivate-site-plugins-v1",
                                 {"site_id_or_domain": site.id, "plugins": [slug]})
     assert page.status_code == 500 and "critical error" in page.text
-    assert synced["synced"] == [] and synced["errors"][0]["message"] == CHILD_NOT_DETECTED
-    assert deactivated["deactivated"] == [] and deactivated["errors"][0]["message"] == CHILD_NOT_DETECTED
+    assert synced["synced"] == [] and synced["errors"][0]["message"] == "Sync operation failed."
+    assert deactivated == {"code": "ability_callback_exception", "data": None,
+                           "message": 'Ability "svc/deactivate-site-plugins-v1" callback threw an exception: NOMAINWP'}
     assert site.plugins[slug].active  # nothing reached it
     truth = await truth_of(web, board, site)
     assert truth["front_end"]["dead_at_load"] and truth["front_end"]["fatal_by"] == f"plugin:{slug}"
@@ -108,6 +110,76 @@ async def test_the_rest_api_deactivates_for_real_and_reaches_no_dead_child(board
         front.fatal_by, front.broken_by = f"plugin:{culprit}", ""
         front.plugins[culprit].active = True
         dead = (await rest.post(f"/wp-json/svc/v2/sites/{front.id}/plugins/deactivate", params={"slug": culprit}))
-    assert dead.json()["success"] == 0 and dead.json()["data"]["error"] == CHILD_NOT_DETECTED
+    assert dead.status_code == 500  # `handle_plugins_actions_of_site` returns the exception as a status-less WP_Error
+    assert dead.json() == {"code": "svc_rest_deactivate_plugins_action", "message": "NOMAINWP", "data": None}
     assert front.plugins[culprit].active
 
+
+
+async def test_every_call_on_a_child_dead_at_load_is_answered_as_mainwp_6_1_2_answers_it(board: Dashboard, web) -> None:
+    """`MainWP_Connect::fetch_url` gets WordPress's critical-error page without `<mainwp>` and throws NOMAINWP. The
+    plugin (de)activation abilities do not catch it, so WordPress's `WP_Ability::invoke_callback` answers 500
+    `ability_callback_exception` quoting it (as a real 6.1.2 answered `deactivate-site-plugins-v1` in the lab);
+    the update abilities catch it per item (`update_exception`); a sync records why in the site's `sync_errors`
+    and answers only "Sync operation failed."; the REST handlers return it as a status-less WP_Error (500), the
+    core route and a whole-site update as `success`. A check reaches the site's pages, not the child."""
+    site, slug = healthy_site_with_plugin_update(board)
+    other = next(u.slug for u in board.emulator.state.pending_updates(site, ("plugin",)) if u.slug != slug)
+    other_version = site.plugins[other].version
+    site.wp_offer = site.known_wp_offer = "9.9.9"  # a core release offered, as its last sync saw it
+    await mark(web, board, site, slug, "load")
+    await ability(board, "update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+
+    async with board.client() as client:
+        abilities = {name: await run(client, f"svc/{name}", payload) for name, payload in {
+            "deactivate-site-plugins-v1": {"site_id_or_domain": site.id, "plugins": [slug]},
+            "activate-site-plugins-v1": {"site_id_or_domain": site.id, "plugins": [other]},
+            "sync-sites-v1": {"site_ids_or_domains": [site.id]},
+            "update-site-plugins-v1": {"site_id_or_domain": site.id, "slugs": [other]},
+            "run-updates-v1": {"site_ids_or_domains": [site.id], "types": ["plugins"]},
+            "update-site-core-v1": {"site_id_or_domain": site.id},
+        }.items()}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=f"{ROOT_URL}/wp-json/svc/v2",
+                                 headers={"Authorization": "Bearer " + board.credentials["api_keys"]["read_write"]},
+                                 ) as rest:
+        routes = {path: await rest.post(path, params=params) for path, params in {
+            f"/sites/{site.id}/plugins/deactivate": {"slug": slug},
+            f"/sites/{site.id}/plugins/activate": {"slug": other},
+            f"/updates/{site.id}/update/plugins": {"slug": other},
+            f"/updates/{site.id}/update/wp": {},
+            f"/updates/{site.id}/update": {},
+            f"/sites/{site.id}/sync": {},
+        }.items()}
+    async with board.client() as client:
+        checked = await run(client, "svc/check-site-v1", {"site_id_or_domain": site.id})
+
+    for verb in ("deactivate", "activate"):
+        answer = abilities[f"{verb}-site-plugins-v1"]
+        assert answer.status_code == 500
+        assert answer.json() == {"code": "ability_callback_exception", "data": None, "message":
+                                 f'Ability "svc/{verb}-site-plugins-v1" callback threw an exception: NOMAINWP'}
+    synced = abilities["sync-sites-v1"].json()
+    assert synced["synced"] == [] and [(e["code"], e["message"]) for e in synced["errors"]] == [
+        ("svc_sync_failed", "Sync operation failed.")]
+    for name in ("update-site-plugins-v1", "run-updates-v1"):
+        answer = abilities[name].json()
+        assert answer["updated"] == [] and {(e["slug"], e["code"], e["message"]) for e in answer["errors"]} >= {
+            (other, "svc_update_exception", "NOMAINWP")}
+    core = abilities["update-site-core-v1"]
+    assert core.status_code == 500 and core.json() == {"code": "svc_update_exception", "message": "NOMAINWP",
+                                                        "data": None}
+    for verb in ("deactivate", "activate"):
+        answer = routes[f"/sites/{site.id}/plugins/{verb}"]
+        assert answer.status_code == 500
+        assert answer.json() == {"code": f"svc_rest_{verb}_plugins_action", "message": "NOMAINWP", "data": None}
+    plugins = routes[f"/updates/{site.id}/update/plugins"]
+    assert plugins.status_code == 500
+    assert plugins.json() == {"code": "svc_rest_upgrade_plugins_of_site_error", "message": "NOMAINWP", "data": None}
+    assert routes[f"/updates/{site.id}/update/wp"].json() == {"success": 0, "error": CHILD_NOT_DETECTED}
+    whole = routes[f"/updates/{site.id}/update"].json()
+    assert whole["success"] == 1 and whole["summary"] == []  # the ability's per-site errors are never read
+    assert routes[f"/sites/{site.id}/sync"].json() == {"success": 0, "data": []}
+    assert checked.json()["status"] == {"online": False, "http_code": 500, "response_time": ANY}
+    assert site.plugins[slug].active and site.plugins[other].version == other_version  # nothing reached the child
+    truth = await truth_of(web, board, site)
+    assert truth["sync_errors"] == CHILD_NOT_DETECTED  # why, for whoever reads the site

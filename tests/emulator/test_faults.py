@@ -223,3 +223,23 @@ async def test_a_restart_with_the_same_db_keeps_the_profiles_fleet_effects_and_c
     assert after_restart["faults"]["counts"]["sites_offline"] == sum(not r for r, _ in drawn.values()) - sum(
         not r for r, _ in never_faulted.values())
     assert undone == never_faulted
+
+
+async def test_a_lost_answer_is_worked_to_the_end_and_answered_with_the_gateways_504() -> None:
+    async with dashboard(EmulatorConfig(namespace="svc", sites=5, seed=2, time_scale=1e-6), lifespan=False) as board:
+        site = next(iter(board.emulator.state.sites.values()))
+        before = site.last_check
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=ROOT_URL) as web:
+            set_up = await web.post("/__emulator__/faults/lost-answers", json={"call": "check-sites-v1", "times": 1},
+                                    headers={"X-Emulator-Token": board.emulator.config.admin_token.get_secret_value()})
+        assert set_up.status_code == 200
+        async with board.client() as client:
+            lost = await run(client, "svc/check-sites-v1", {"site_ids_or_domains": [site.id]})
+            checked_then = site.last_check
+            again = await run(client, "svc/check-sites-v1", {"site_ids_or_domains": [site.id]})
+            other = await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
+    assert lost.status_code == 504 and "504 Gateway Time-out" in lost.text
+    assert checked_then > before, "the work was done although its answer was lost"
+    assert again.status_code == 200 and [s["id"] for s in again.json()["checked"]] == [site.id]
+    assert other.status_code == 200
+    assert board.emulator.faults.counts["answers_lost"] == 1

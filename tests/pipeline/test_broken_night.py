@@ -3,6 +3,7 @@ and the bad version held fleet-wide the next night. Over real HTTP against the e
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -140,6 +141,18 @@ async def test_a_fatal_at_load_is_kept_as_evidence_and_the_repaired_site_is_main
     assert after["offline_check_result"] == -1  # the night's own check: known offline from now on
     item = next(item for item in summary.items if item.slug == slug)  # the answer is the only evidence left
     assert item.outcome is Outcome.updated and item.to_version == version and "not verified" in item.reason
+    reports = tmp_path / "first" / summary.run_id / "report"
+    client = next(path for path in reports.glob("client-*.txt") if broken.site_url in path.read_text())
+    for path in (reports / "operator.txt", client):  # every format says it, with the reason, for both readers
+        for report in (path, path.with_suffix(".md"), path.with_suffix(".html")):
+            text = report.read_text()
+            assert "Updated, not verified" in text, report.name
+            assert ("the site stopped answering it" if report.parent / "operator.txt" == path
+                    else "the website stopped answering our checks") in text, report.name
+    operator = (reports / "operator.txt").read_text()
+    [health] = [line for line in operator.splitlines() if line.startswith(f"  - {broken.site_name} (")]
+    assert "down, unreachable by the dashboard, HTTP 500" in health and "online" not in health  # a dead child
+    assert "POST " in operator and not re.search(r"(POST \S+): \1", operator)  # an error names its call once
 
     emulator.post("sites/repair", {"site_id": victim["id"]})  # the operator renames the plugin's folder
     assert emulator.truth()["sites"][str(victim["id"])]["offline_check_result"] == -1  # still refused by the dashboard

@@ -119,17 +119,27 @@ def test_never_deactivate_is_validated_and_matches_a_slug_or_its_folder() -> Non
         Policy(contain="rollback")
 
 
-def test_the_failed_runs_message_says_a_site_was_contained() -> None:
+def test_the_failed_runs_message_says_where_each_site_is_what_broke_it_and_what_to_do() -> None:
+    """The end-of-night alert quotes this line: a site's address, the version to restore, the folder to rename and
+    its dashboard page are in it, not only in summary.json."""
+    from fleet.engine.culprit import unreachable
     from fleet.model.summary import Containment, SiteAlarm, Suspect
     from fleet.rules.breakage import broken_message
 
     culprit = Suspect(type=UpdateType.plugin, slug="seo/seo.php", name="SEO", from_version="1.0", to_version="1.1")
-    contained = SiteAlarm(site_id=1, site_url="https://a.example", site_name="Shop", saw="HTTP 500",
+    contained = SiteAlarm(site_id=1, site_url="https://a.example/", site_name="Shop", saw="HTTP 500",
                           suspects=[culprit], containment=Containment(step=UpdateType.plugin, status="contained",
                                                                       culprit=culprit, rounds=2))
-    down = SiteAlarm(site_id=2, site_url="https://b.example", site_name="Blog", saw="HTTP 500", suspects=[culprit])
-    assert broken_message([contained, down], "run-1") == (
-        "run run-1 broke 2 site(s): Shop (SEO: broken, then contained: SEO deactivated); Blog (SEO)")
+    down = SiteAlarm(site_id=2, site_url="https://b.example/", site_name="Blog", saw="HTTP 500", suspects=[culprit],
+                     dashboard_page="https://dash.example/wp-admin/admin.php?page=managesites&dashboard=2",
+                     containment=unreachable(UpdateType.plugin, [plugin("seo/seo.php")], "NOMAINWP"))
+    message = broken_message([contained, down], "run-1")
+    assert message.startswith("run run-1 broke 2 site(s): Shop https://a.example/ (SEO 1.0 -> 1.1: broken, then "
+                              "contained: SEO deactivated); ")
+    assert ("; Blog https://b.example/ (SEO 1.0 -> 1.1: down, unreachable by the dashboard; on the server: rename "
+            "wp-content/plugins/seo (Seo/Seo.Php), then restore version 1.0;") in message
+    assert message.endswith("; dashboard: https://dash.example/wp-admin/admin.php?page=managesites&dashboard=2)")
+    assert "\n" not in message
 
 
 def test_suspects_are_the_items_applied_by_the_step_that_broke_the_site() -> None:

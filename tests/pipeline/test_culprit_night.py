@@ -159,6 +159,10 @@ async def test_a_load_time_break_alerts_at_once_counts_against_the_budget_and_is
     assert f"wp-content/plugins/{bad.split('/')[0]}" in text
     from_version = next(item.from_version for item in summary.items if item.slug == bad and item.site_id == site["id"])
     assert f"restore version {from_version}" in text
+    assert site["url"].rstrip("/") in text and f"managesites&dashboard={site['id']}" in text
+    assert "NOMAINWP" in alarm.containment.detail and alarm.containment.detail.count("/run") == 1
+    deactivations = [n for call, n in emulator.writes().items() if "deactivate-site-plugins" in call]
+    assert deactivations == [1], "the dashboard's definite answer is not sent again"
     assert datetime.fromtimestamp(alert.stat().st_mtime).astimezone() < summary.finished_at  # during the night
     operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.html").read_text()
     assert "down, unreachable by the dashboard" in operator and f"wp-content/plugins/{bad.split('/')[0]}" in operator

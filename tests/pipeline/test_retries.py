@@ -6,7 +6,15 @@ import pytest
 from prefect import flow, task
 from prefect.states import Failed
 
-from dashboard.errors import AuthenticationError, InvalidInput, PermissionDenied, ServerError, TransportError
+from dashboard.errors import (
+    ActionFailed,
+    AuthenticationError,
+    InvalidInput,
+    PermissionDenied,
+    ServerError,
+    SiteOffline,
+    TransportError,
+)
 from fleet.rules.policy import PolicyError
 from tasks.retries import STEP_OPTIONS, retry_unless_permanent
 
@@ -18,6 +26,8 @@ from tasks.retries import STEP_OPTIONS, retry_unless_permanent
         (PermissionDenied("no write permission", status=401), False),
         (InvalidInput("input is not of type object", status=400), False),
         (PolicyError("policy.yaml: semver: bad"), False),
+        (SiteOffline("callback threw an exception: NOMAINWP", status=500), False),  # the dashboard's definite answer
+        (ActionFailed("Plugins slugs are empty", status=200), False),
         (TransportError("connection refused"), True),
         (ServerError("502 Bad Gateway", status=502), True),
         (RuntimeError("unexpected"), True),

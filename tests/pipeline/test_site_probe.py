@@ -62,3 +62,30 @@ async def test_non_2xx_and_timeouts_fail():
     assert (down.ok, down.http_code, down.error) == (False, 503, "home page answered HTTP 503")
     slow = await probe("http://slow.example/", timeout=0.05)
     assert not slow.ok and "within the timeout" in slow.error
+
+
+async def test_a_probe_whose_answer_was_lost_is_asked_once_more_before_it_counts():
+    """A site slow only the first time (its answer lost to the timeout) passes; one that never answers fails."""
+    from fleet.model.settings import PipelineSettings
+    from fleet.rules.plan import SiteRecord
+    from tasks.checks import probe_sites
+
+    asked: dict[str, int] = {}
+
+    async def sometimes_slow(request):
+        host = request.headers["host"]
+        asked[host] = asked.get(host, 0) + 1
+        if host == "once.example" and asked[host] == 1 or host == "never.example":
+            await asyncio.sleep(1)
+        return HTMLResponse("<html><body>Welcome</body></html>")
+
+    sites = [SiteRecord(id=1, url="http://once.example/", name="once"),
+             SiteRecord(id=2, url="http://never.example/", name="never"),
+             SiteRecord(id=3, url="http://fatal.example/", name="fatal")]
+    settings = PipelineSettings(probe_timeout_seconds=0.05)
+    web = Starlette(routes=[Route("/", sometimes_slow)])
+    once, never = await probe_sites(sites[:2], settings, httpx.ASGITransport(app=web))
+    assert once.ok and asked["once.example"] == 2  # lost, then answered
+    assert not never.ok and never.lost and asked["never.example"] == 2  # asked twice, never more
+    [fatal] = await probe_sites(sites[2:], settings, httpx.ASGITransport(app=SITES))
+    assert not fatal.ok and not fatal.lost  # a page that was seen failing is not asked again

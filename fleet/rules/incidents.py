@@ -1,0 +1,147 @@
+"""Incidents across nights: the breakage that opens one, what a later look at the site changes, what closes it.
+
+A site a night broke is an open incident until a later check of it passes AND nothing a night switched off on it is
+still off: a site left with its culprit deactivated answers again, but is not what it was, so it stays open (and
+in every report) until a fixed release is active again or an operator closes it. A night that ends with an
+incident of an earlier night still down exits with its own code (`SitesStillDown`), and the operator is alerted
+again at most once a day per incident.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from packaging.version import InvalidVersion, Version
+
+from fleet.model.summary import ContainmentStatus, HealthCheck, Incident, SiteAlarm, UpdateType
+from fleet.rules.plan import Decision, PlanItem
+
+
+class SitesStillDown(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
+    """Sites broken on earlier nights are still down: the run finished (summary and reports written) but must not
+    look green. `args` are (message, summary path), as `SitesBrokenByRun`'s."""
+
+    def __init__(self, message: str, summary_path: str) -> None:
+        super().__init__(message, summary_path)
+
+    @property
+    def summary_path(self) -> str:
+        return self.args[1]
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def opened(alarm: SiteAlarm, check: HealthCheck | None, dashboard: str, run_id: str, at: datetime) -> Incident:
+    """The incident a site broken tonight opens: its culprit or suspects, and what the night did about it."""
+    contained = alarm.containment
+    status = contained.status.value if contained is not None else "broken"
+    culprit = contained.culprit if contained is not None else None
+    left_off = ([culprit.slug] if contained is not None and contained.status is ContainmentStatus.contained
+                and culprit is not None and culprit.type is UpdateType.plugin else [])
+    down = _down(alarm, check)
+    return Incident(
+        dashboard=dashboard, site_id=alarm.site_id, site_url=alarm.site_url, site_name=alarm.site_name,
+        client=alarm.client, opened_by=run_id, opened_at=at, status=status, saw=alarm.saw, culprit=culprit,
+        suspects=alarm.suspects, done=_done(alarm, run_id), next_steps=contained.next_steps if contained else
+        "roll back the suspects by hand (or restore the backup)", dashboard_page=alarm.dashboard_page,
+        deactivated=left_off, down=down, last_look=f"{run_id}: {'down' if down else 'up'} after the night",
+        alerted_on=at.date())
+
+
+def broken_again(incident: Incident, alarm: SiteAlarm, check: HealthCheck | None, run_id: str) -> Incident:
+    """An open incident whose site a night broke again (a fixed release tried on it, say): one incident still,
+    with what this night did added."""
+    again = opened(alarm, check, incident.dashboard, run_id, incident.opened_at)
+    suspects = incident.suspects + [s for s in again.suspects if s not in incident.suspects]
+    return incident.model_copy(update={
+        "status": again.status, "saw": again.saw, "culprit": again.culprit or incident.culprit, "suspects": suspects,
+        "done": f"{incident.done}; {again.done}", "next_steps": again.next_steps,
+        "deactivated": list(dict.fromkeys(incident.deactivated + again.deactivated)), "down": again.down,
+        "last_look": again.last_look})
+
+
+def looked_at(incident: Incident, check: HealthCheck | None, active: dict[str, bool] | None, run_id: str,
+              at: datetime) -> Incident:
+    """The incident after tonight's look at its site (`check`: None, not looked at; `active`: the site's plugins
+    and whether each is active, None when they could not be read). Closed when the check passes and nothing a
+    night switched off is still off."""
+    if check is None:
+        return incident
+    if check.unverified and check.healthy:  # nothing seen failing, nor seen passing: not a look
+        return incident.model_copy(update={"last_look": f"{run_id}: not verified: {check.unverified}"})
+    down = not check.healthy
+    off = still_off(incident, active)
+    if down:
+        look = f"{run_id}: still down: {check.problem or 'it fails its check'}"
+    elif off:
+        look = f"{run_id}: up; still deactivated: {', '.join(off)}"
+    elif active is None and incident.deactivated:
+        look = f"{run_id}: up; its plugins could not be read, so what was deactivated is not known to be back on"
+    else:
+        return incident.model_copy(update={
+            "down": False, "deactivated": [], "last_look": f"{run_id}: up, and nothing is left deactivated",
+            "closed_at": at, "closed_by": run_id,
+            "close_reason": "a check passed and nothing the nights deactivated is still deactivated"})
+    return incident.model_copy(update={"down": down, "last_look": look})
+
+
+def still_off(incident: Incident, active: dict[str, bool] | None) -> list[str]:
+    """The plugins a night deactivated that are still installed and inactive (a plugin since removed is not
+    off: the operator chose). Unknown plugin states leave every one as still off."""
+    if active is None:
+        return list(incident.deactivated)
+    return [slug for slug in incident.deactivated if active.get(slug) is False]
+
+
+def fixed_releases(items: list[PlanItem], incidents: list[Incident]) -> list[PlanItem]:
+    """The way back: each item to apply tonight that is a newer release of a culprit an open incident left
+    deactivated on that site. The night installs it on that site alone, switches it on and probes: healthy, the
+    incident closes; broken, it is deactivated again and that release held too."""
+    culprits = {(incident.site_id, incident.culprit.slug): incident.culprit.to_version
+                for incident in incidents if incident.culprit is not None
+                and incident.culprit.type is UpdateType.plugin and incident.culprit.slug in incident.deactivated}
+    return [item for item in items
+            if item.decision is Decision.apply and item.type is UpdateType.plugin
+            and (item.site_id, item.slug) in culprits and _newer(item.to_version, culprits[(item.site_id, item.slug)])]
+
+
+def alert_due(incident: Incident, run_id: str, today: date) -> bool:
+    """An incident of an earlier night whose site is still down, not yet alerted today."""
+    return incident.is_open and incident.down and incident.opened_by != run_id and incident.alerted_on != today
+
+
+def still_down(incidents: list[Incident], run_id: str) -> list[Incident]:
+    """The open incidents of earlier nights whose site is still down."""
+    return [incident for incident in incidents if incident.is_open and incident.down and incident.opened_by != run_id]
+
+
+def still_down_message(incidents: list[Incident], run_id: str, today: date) -> str:
+    """The flow run's failure message: the sites still down, their age and what to do, in one line."""
+    named = "; ".join(f"{i.site_name or i.site_url} {i.site_url} (incident {i.id}, open {i.age_days(today)} day(s) "
+                      f"since run {i.opened_by}: {i.next_steps})" for i in incidents[:10])
+    more = f" and {len(incidents) - 10} more" if len(incidents) > 10 else ""
+    return f"run {run_id}: {len(incidents)} site(s) broken on earlier nights still down: {named}{more}"
+
+
+def _newer(offered: str | None, bad: str | None) -> bool:
+    try:
+        return Version(offered or "") > Version(bad or "")
+    except InvalidVersion:
+        return bool(offered) and offered != bad
+
+
+def _down(alarm: SiteAlarm, check: HealthCheck | None) -> bool:
+    contained = alarm.containment
+    if contained is not None and contained.status is ContainmentStatus.unreachable:
+        return True
+    if check is not None:
+        return not check.healthy
+    return contained is None or contained.status is not ContainmentStatus.contained
+
+
+def _done(alarm: SiteAlarm, run_id: str) -> str:
+    contained = alarm.containment
+    if contained is None:
+        return f"{run_id}: broken after the night; nothing was switched off"
+    return f"{run_id}: {contained.headline}: {contained.detail}"
