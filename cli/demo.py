@@ -84,9 +84,7 @@ def run_demo(
     """Start an emulator on a free loopback port, run `nightly_maintenance` against it `nights` times (the same
     fleet, so later reports show trends), and return what each night wrote. The demo's home is `output_dir`: its
     memory never mixes with an operator's (FLEET_HOME)."""
-    from fleet.rules.breakage import SitesBrokenByRun
-    from fleet.rules.empty_night import NightDidNothing
-    from fleet.rules.incidents import SitesStillDown
+    from fleet.rules.breakage import NightFailure
     from flows.nightly import nightly_maintenance
 
     config = EmulatorConfig(sites=sites, seed=seed, faults=faults, time_scale=time_scale)
@@ -102,7 +100,7 @@ def run_demo(
             timeouts_before = server.emulator.capacity.gateway_timeouts
             try:
                 summary_path = Path(asyncio.run(nightly_maintenance(report_dir=str(output_dir))))
-            except (SitesBrokenByRun, SitesStillDown, NightDidNothing) as ended:  # realistic faults break sites:
+            except NightFailure as ended:  # the realistic faults break sites:
                 summary_path = Path(ended.summary_path)  # the reports lead with them
             run_dir = summary_path.parent
             files = sorted(path for path in run_dir.rglob("*") if path.is_file())

@@ -37,7 +37,7 @@ from dashboard.errors import (
 )
 from dashboard.home import SettingsError, setting_source, settings_problem
 from dashboard.settings import DashboardSettings
-from fleet.rules.breakage import SitesBrokenByRun
+from fleet.rules.breakage import NightFailure, SitesBrokenByRun
 from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.incidents import SitesStillDown
 from fleet.rules.plan import NoSiteMatches
@@ -71,8 +71,7 @@ def exit_code_for(error: DashboardError) -> ExitCode:
     return ExitCode.API_ERROR
 
 
-EXPECTED = (DashboardError, PolicyError, NoSiteMatches, SitesBrokenByRun, SitesStillDown, NightDidNothing,
-            SettingsError, ValidationError)
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, NightFailure, SettingsError, ValidationError)
 
 
 def dashboard_host() -> str:

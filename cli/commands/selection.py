@@ -85,9 +85,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
     documented code (cli/errors.py); the night that broke sites, or ends with sites still down, still prints where
     its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
-    from fleet.rules.breakage import SitesBrokenByRun
-    from fleet.rules.empty_night import NightDidNothing
-    from fleet.rules.incidents import SitesStillDown
+    from fleet.rules.breakage import NightFailure
 
     quiet_expected_tracebacks()
     try:
@@ -97,7 +95,7 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
         if found is None:
             raise
         code, line = found
-        if isinstance(error, SitesBrokenByRun | SitesStillDown | NightDidNothing):
+        if isinstance(error, NightFailure):
             print_summary(error.summary_path)
         typer.secho(f"{label}: {line}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code) from None

@@ -14,8 +14,8 @@ SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown)  # in that order
 SENT_OUTCOMES = (*SUSPECT_OUTCOMES, Outcome.failed, Outcome.unchanged)  # the night sent it: the site was touched
 
 
-class SitesBrokenByRun(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
-    """The night broke sites: the run finished (summary and reports written) but must end Failed.
+class NightFailure(RuntimeError):
+    """A night that finished (summary and reports written) but must end Failed, so that nobody reads it as green.
 
     `args` are (message, summary path), so that the exception pickles and the caller still finds the summary.
     """
@@ -29,6 +29,10 @@ class SitesBrokenByRun(RuntimeError):  # noqa: N818 - it names what happened, as
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class SitesBrokenByRun(NightFailure):  # noqa: N818 - it names what happened, as Prefect's state message shows it
+    """The night broke sites."""
 
 
 def site_page(dashboard: str | None, site_id: int) -> str | None:

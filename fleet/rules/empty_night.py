@@ -8,17 +8,14 @@ from __future__ import annotations
 from collections import Counter
 
 from fleet.model.summary import Outcome, Summary
+from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Plan
 
 NOT_DONE = frozenset({Outcome.skipped, Outcome.unknown})
 
 
-class NightDidNothing(RuntimeError):  # noqa: N818 - it reads as the verdict: "the night did nothing"
+class NightDidNothing(NightFailure):  # noqa: N818 - it reads as the verdict: "the night did nothing"
     """The night ended without syncing or updating anything it had to; its summary and report say why."""
-
-    def __init__(self, message: str, summary_path: str) -> None:
-        super().__init__(message)
-        self.summary_path = summary_path
 
 
 def nothing_done(summary: Summary, plan: Plan, sync_asked: int, synced: int) -> str | None:

@@ -14,22 +14,12 @@ from datetime import date, datetime
 from packaging.version import InvalidVersion, Version
 
 from fleet.model.summary import ContainmentStatus, HealthCheck, Incident, SiteAlarm, UpdateType
+from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Decision, PlanItem
 
 
-class SitesStillDown(RuntimeError):  # noqa: N818 - it names what happened, as Prefect's state message shows it
-    """Sites broken on earlier nights are still down: the run finished (summary and reports written) but must not
-    look green. `args` are (message, summary path), as `SitesBrokenByRun`'s."""
-
-    def __init__(self, message: str, summary_path: str) -> None:
-        super().__init__(message, summary_path)
-
-    @property
-    def summary_path(self) -> str:
-        return self.args[1]
-
-    def __str__(self) -> str:
-        return self.args[0]
+class SitesStillDown(NightFailure):  # noqa: N818 - it names what happened, as Prefect's state message shows it
+    """Sites broken on earlier nights are still down."""
 
 
 def opened(alarm: SiteAlarm, check: HealthCheck | None, dashboard: str, run_id: str, at: datetime) -> Incident:

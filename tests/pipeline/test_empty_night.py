@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from fleet.model.summary import Item, Outcome, SiteReport, Summary, UpdateType
-from fleet.rules.empty_night import nothing_done
+from fleet.rules.empty_night import NightDidNothing, nothing_done
 from fleet.rules.plan import Decision, Plan, PlanItem
 
 
@@ -58,6 +58,13 @@ def summary_of(*outcomes: Outcome, dry_run: bool = False, offline: int = 0) -> t
     sites = [SiteReport(site_id=n, site_url="", site_name="", status="offline" if n < offline else "online")
              for n in range(len(outcomes))]
     return Summary(run_id="r", started_at=now, finished_at=now, dry_run=dry_run, items=items, sites=sites), plan
+
+
+def test_the_verdict_survives_prefect_storing_it() -> None:
+    import pickle
+
+    ended = pickle.loads(pickle.dumps(NightDidNothing("run r did nothing: it synced none", "/r/summary.json")))
+    assert str(ended) == "run r did nothing: it synced none" and ended.summary_path == "/r/summary.json"
 
 
 def test_what_counts_as_a_night_that_did_nothing() -> None:
