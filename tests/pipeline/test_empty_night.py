@@ -63,7 +63,7 @@ def summary_of(*outcomes: Outcome, dry_run: bool = False, offline: int = 0) -> t
 def test_the_verdict_survives_prefect_storing_it() -> None:
     import pickle
 
-    ended = pickle.loads(pickle.dumps(NightDidNothing("run r did nothing: it synced none", "/r/summary.json")))
+    ended = pickle.loads(pickle.dumps(NightDidNothing("run r did nothing: it synced none", "/r/summary.json")))  # noqa: S301
     assert str(ended) == "run r did nothing: it synced none" and ended.summary_path == "/r/summary.json"
 
 
