@@ -35,7 +35,7 @@ from fleet.engine.night import (
 )
 from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import ApprovalRecord, Selection, UpdateType
+from fleet.model.summary import ApprovalRecord, Selection, UpdateType, run_suffix
 from fleet.pacing.fan_out import fan_out
 from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
@@ -76,7 +76,7 @@ from tasks.visual import take_baselines_task
 
 def run_identity(started: datetime) -> str:
     """A run id that sorts by time and is unique per flow run."""
-    suffix = (flow_run.get_id() or uuid4().hex)[:8]
+    suffix = run_suffix(flow_run.get_id() or uuid4().hex)
     return f"{started:%Y%m%d-%H%M%S}-{suffix}"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.model.summary import SUMMARY_FILE, write_atomically
+from fleet.model.summary import SUMMARY_FILE, run_suffix, write_atomically
 
 ESTATE_FILE = "estate.json"
 OPERATOR_REPORT = "report/operator.html"
@@ -96,9 +96,9 @@ def tally_summary(summary: dict[str, Any]) -> Tally:
 
 
 def find_run_dir(report_dir: Path, flow_run_id: str, marker: str = SUMMARY_FILE) -> Path | None:
-    """The run directory a flow run wrote `marker` into under `report_dir`: run ids end in the flow run id's
-    first 8 characters (`flows.update.run_identity`)."""
-    suffix = f"-{flow_run_id[:8]}"
+    """The run directory a flow run wrote `marker` into under `report_dir`: run ids end in `run_suffix` of the
+    flow run id (`flows.update.run_identity`)."""
+    suffix = f"-{run_suffix(flow_run_id)}"
     if not report_dir.is_dir():
         return None
     found = sorted(p for p in report_dir.iterdir() if p.name.endswith(suffix) and (p / marker).is_file())

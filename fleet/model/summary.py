@@ -18,6 +18,12 @@ from dashboard.models import UpdateType
 SUMMARY_FILE = "summary.json"
 
 
+def run_suffix(flow_run_id: str) -> str:
+    """The end of a run id that tells its flow run: the flow run id's last 8 hex digits. Prefect's ids are
+    time-ordered (UUIDv7): runs created together, as a scheduler creates them, share their first digits."""
+    return flow_run_id.replace("-", "")[-8:]
+
+
 class Outcome(StrEnum):
     updated = "updated"  # the version moved
     failed = "failed"  # an error was reported

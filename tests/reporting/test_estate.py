@@ -8,7 +8,7 @@ from email import message_from_bytes, policy
 from pathlib import Path
 
 from fleet.engine.estate import Estate, NightStatus, find_run_dir, read_night, tally_summary
-from fleet.model.summary import Outcome
+from fleet.model.summary import Outcome, Summary, run_suffix
 from reporting.estate import deliver_estate, render_estate
 from reporting.run_report import render_reports
 from reporting.settings import MailSettings, SmtpSecurity
@@ -19,10 +19,10 @@ FLOW_RUNS = {"brand-a": "0b5e2c5d-1111-4a4a-9c9c-000000000001", "brand-b": "7f00
 
 
 def write_night(report_dir: Path, block: str, night: date, *, seed: int, newer: bool = False) -> Path:
-    """A night as a dashboard's flow run writes it: REPORT_DIR/<block>/<stamp>-<flow run id[:8]>/summary.json.
+    """A night as a dashboard's flow run writes it: REPORT_DIR/<block>/<stamp>-<run_suffix>/summary.json.
     `newer` records sites the night broke and a deferred site; without it the summary is as older nights wrote
     it, without either."""
-    summary = build_summary(night, seed=seed, run_id=f"{night:%Y%m%d}-020000-{FLOW_RUNS[block][:8]}")
+    summary = build_summary(night, seed=seed, run_id=f"{night:%Y%m%d}-020000-{run_suffix(FLOW_RUNS[block])}")
     run_dir = report_dir / block / summary.run_id
     summary.write(run_dir)
     raw = json.loads((run_dir / "summary.json").read_text())
@@ -68,11 +68,23 @@ def test_tally_counts_what_the_summary_records(tmp_path: Path) -> None:
 
 def test_find_run_dir_by_flow_run_id(tmp_path: Path) -> None:
     write_night(tmp_path, "brand-a", date(2026, 11, 20), seed=1)
-    (tmp_path / "brand-a" / "20261121-020000-0b5e2c5d-partial").mkdir()  # no summary.json
+    (tmp_path / "brand-a" / "20261121-020000-00000001-partial").mkdir()  # no summary.json
     found = find_run_dir(tmp_path / "brand-a", FLOW_RUNS["brand-a"])
-    assert found is not None and found.name.endswith(FLOW_RUNS["brand-a"][:8])
+    assert found is not None and found.name.endswith(run_suffix(FLOW_RUNS["brand-a"]))
     assert find_run_dir(tmp_path / "brand-a", FLOW_RUNS["brand-b"]) is None
     assert find_run_dir(tmp_path / "missing", FLOW_RUNS["brand-a"]) is None
+
+
+def test_flow_runs_created_together_have_run_ids_of_their_own(tmp_path: Path) -> None:
+    """Prefect's flow run ids are time-ordered: a scheduler's runs created together share their first 8 digits
+    (the soak's 14 nights all ended in -01a216b9), so a run id ends in the random end of the id."""
+    together = ["01a216b9-7c2e-7a01-8d3c-5b0e9f11aa01", "01a216b9-7c2e-7b77-9e21-0c4d2a33bb02"]
+    assert len({run_suffix(flow_run_id) for flow_run_id in together}) == 2
+    moment = datetime(2026, 11, 20, tzinfo=UTC)
+    for number, flow_run_id in enumerate(together):
+        run_id = f"2026112{number}-020000-{run_suffix(flow_run_id)}"
+        Summary(run_id=run_id, started_at=moment, finished_at=moment).write(tmp_path / run_id)
+    assert [find_run_dir(tmp_path, flow_run_id).name[:8] for flow_run_id in together] == ["20261120", "20261121"]
 
 
 def test_estate_adds_up_and_names_every_problem(tmp_path: Path) -> None:
