@@ -7,14 +7,16 @@ some of them bad (fatal while WordPress loads, or in a template), each fixed two
 the sites broken at sunrise are repaired by hand the next morning.
 
 After each night (a scheduled flow run, observed through Prefect's API) it measures, from the outside:
-- fired on time: the run started within `ON_TIME_SECONDS` of its expected start (the runner polls the server
-  every 10 s and may start a run up to 10 s early); a late, queued or never-started run is not on time;
+- fired, and on time: the runner took the run (its Pending state) within `ON_TIME_SECONDS` of its expected start
+  (it polls the server every 10 s and may take a run up to 10 s early); a late, queued or never-started run is
+  not on time. When the flow began (Running) is shown beside it: the flow process's start-up on a busy machine;
 - its final state, and its items by outcome (the `summary.json` it wrote);
 - the reports delivered: report messages the SMTP server received against those `summary.json` says the night
   sent, the operator's among them; and the alerts (a failed night's, a site down);
 - the sites broken at sunrise: the emulator's ground truth, pages answering WordPress's critical error (500);
 - bad versions re-sent: from the ground truth, a version installed on a site on a night after the night that
-  version broke a site (a break: a site whose update left it broken, contained or not);
+  version broke a site (a break: a release marked bad in the emulator installed where its code runs, contained
+  by the night or not);
 - the state database's size (with its WAL) and the memory of `fleet serve` (RSS from /proc: the serving process
   at sunrise, and the peak of its process tree, the night's flow-run process included, during the night).
 
@@ -59,7 +61,6 @@ from cli.demo import dashboard_environment  # noqa: E402
 from cli.local_prefect import LocalPrefectServer, command_path  # noqa: E402
 from emulator.config import EmulatorConfig  # noqa: E402
 from emulator.testing import EmulatorServer, free_port  # noqa: E402
-from fleet.engine.estate import find_run_dir  # noqa: E402
 from fleet.model.summary import Outcome, Summary  # noqa: E402
 
 NIGHTLY = ("nightly-maintenance", "nightly")
@@ -175,7 +176,8 @@ class MemoryWatch:
 # ---- the fleet, as the ground truth sees it -------------------------------------------------------------------
 
 ItemKey = tuple[int, str, str]  # (site id, "wp" | "plugin" | "theme", slug)
-Version3 = tuple[str, str, str]  # (type, slug, version): a release
+BREAKING = ("break", "load")  # the emulator's marks of a release that breaks the site it is installed on
+ReleaseKey = tuple[str, str, str]  # (type, slug, version): a release
 
 
 @dataclass
@@ -184,8 +186,8 @@ class FleetView:
 
     versions: dict[ItemKey, str]
     offers: dict[ItemKey, str]
-    active: dict[ItemKey, bool]
-    culprits: dict[int, Version3]  # site -> the release its current break came from (contained or not)
+    active: dict[ItemKey, bool]  # core is always active
+    marks: dict[ItemKey, str]  # the emulator's faults on each item's next update ("break", "load", "fail", ...)
     broken: list[int]  # pages answer WordPress's critical error (500)
 
     @classmethod
@@ -193,11 +195,12 @@ class FleetView:
         versions: dict[ItemKey, str] = {}
         offers: dict[ItemKey, str] = {}
         active: dict[ItemKey, bool] = {}
-        culprits: dict[int, Version3] = {}
+        marks: dict[ItemKey, str] = {}
         broken = []
         for key, site in truth["sites"].items():
             site_id = int(key)
             versions[(site_id, "wp", "wordpress")] = site["wp"]["version"]
+            active[(site_id, "wp", "wordpress")] = True
             if site["wp"]["offer"]:
                 offers[(site_id, "wp", "wordpress")] = site["wp"]["offer"]
             for kind, items in (("plugin", site["plugins"]), ("theme", site["themes"])):
@@ -206,14 +209,12 @@ class FleetView:
                     active[(site_id, kind, slug)] = item["active"]
                     if item["offer"]:
                         offers[(site_id, kind, slug)] = item["offer"]
-            front = site["front_end"]
-            cause = front["fatal_by"] or front["broken_by"]
-            if cause and cause != "ground-truth":
-                kind, _, slug = cause.partition(":")
-                culprits[site_id] = (kind, slug, versions.get((site_id, kind, slug), ""))
-            if front["broken"]:
+            for item, mode in site["fail_items"].items():
+                kind, _, slug = item.partition(":")
+                marks[(site_id, kind, slug)] = mode
+            if site["front_end"]["broken"]:
                 broken.append(site_id)
-        return cls(versions, offers, active, culprits, sorted(broken))
+        return cls(versions, offers, active, marks, sorted(broken))
 
     def newest(self, kind: str, slug: str) -> str:
         """The newest version of an item anywhere in the fleet, installed or offered."""
@@ -390,10 +391,10 @@ class NightRow:
     changes: list[str]  # what changed in the fleet before this night
     flow_run: str | None = None
     expected_start: str | None = None
-    started: str | None = None
-    delay_s: float | None = None  # started minus expected (negative: the runner's prefetch)
+    fired_s: float | None = None  # when the runner took the run (Pending), after its expected start
+    began_s: float | None = None  # when the flow began (Running), after its expected start: the process's start-up
     fired: bool = False
-    on_time: bool = False
+    on_time: bool = False  # fired within ON_TIME_SECONDS
     state: str = "never ran"
     message: str = ""
     wall_s: float | None = None
@@ -404,7 +405,8 @@ class NightRow:
     delivered: bool = False
     alerts: int = 0  # a failed night's alert, site-down notices
     installs: int = 0  # item versions that moved on any site (ground truth)
-    breaks: list[dict[str, Any]] = field(default_factory=list)  # sites the night's updates broke
+    breaks: list[dict[str, Any]] = field(default_factory=list)  # sites the night's updates broke (ground truth)
+    said_broken: list[dict[str, Any]] = field(default_factory=list)  # what the night's summary.json says it broke
     broken_at_sunrise: list[int] = field(default_factory=list)
     resent: list[dict[str, Any]] = field(default_factory=list)  # a version installed after it broke a site
     state_db_bytes: int = 0
@@ -429,6 +431,13 @@ class PrefectRuns:
             time.sleep(1)
         raise RuntimeError(f"fleet serve registered no {'/'.join(NIGHTLY)} deployment in {timeout:g} s")
 
+    def pending_at(self, run_id: str) -> datetime | None:
+        """When the runner took the run: its first Pending state."""
+        answer = self.http.get("/flow_run_states/", params={"flow_run_id": run_id})
+        answer.raise_for_status()
+        return min((moment(state["timestamp"]) for state in answer.json() if state["type"] == "PENDING"),
+                   default=None)
+
     def next_run(self, deployment_id: str, seen: list[str], after: str | None) -> dict[str, Any] | None:
         """The earliest run of the deployment not seen yet, expected no earlier than `after`."""
         runs: dict[str, Any] = {"id": {"not_any_": seen}} if seen else {}
@@ -451,8 +460,12 @@ def file_size(path: Path) -> int:
     return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists())
 
 
-def deliveries(row: NightRow, summary: Summary | None, mails: list[Mail]) -> None:
-    """Reports the night says it sent over SMTP against those the server received; alerts apart."""
+def from_summary(row: NightRow, summary: Summary | None, mails: list[Mail]) -> None:
+    """What the night wrote (items by outcome, the sites it says it broke), and the reports it says it sent over
+    SMTP against those the server received; alerts apart."""
+    if summary:
+        row.outcomes = {outcome.value: n for outcome, n in summary.counts.by_outcome.items()}
+        row.said_broken = [{"site_id": alarm.site_id, "saw": alarm.saw[:200]} for alarm in summary.broken]
     sent = [d for d in summary.deliveries if not d.held and not d.answer.startswith("not sent")] if summary else []
     reports = [mail for mail in mails if mail.kind == "report"]
     row.reports_sent = len(sent)
@@ -464,9 +477,11 @@ def deliveries(row: NightRow, summary: Summary | None, mails: list[Mail]) -> Non
     row.alerts = sum(1 for mail in mails if mail.kind != "report")
 
 
-def ground_truth(row: NightRow, before: FleetView, after: FleetView, bad: dict[Version3, int]) -> None:
-    """Installs, breaks and re-sent bad versions between the view before the night and the one at sunrise.
-    `bad` (release -> the night it first broke a site) gains tonight's breaks after tonight is judged."""
+def ground_truth(row: NightRow, before: FleetView, after: FleetView, bad: dict[ReleaseKey, int]) -> None:
+    """Installs, breaks and re-sent bad versions between the view before the night and the one at sunrise. A break:
+    a release the emulator was told is bad ("break", "load") installed where its code runs (the mark is used up
+    when it is installed), whether the night contained it or not. `bad` (release -> the night it first broke a
+    site) gains tonight's breaks after tonight's installs are judged."""
     installs = {key: version for key, version in after.versions.items()
                 if key in before.versions and before.versions[key] != version}
     row.installs = len(installs)
@@ -475,27 +490,46 @@ def ground_truth(row: NightRow, before: FleetView, after: FleetView, bad: dict[V
         if first is not None:
             row.resent.append({"site_id": site_id, "type": kind, "slug": slug, "version": version,
                                "first_broke_a_site_on_night": first})
-    for site_id, release in sorted(after.culprits.items()):
-        if before.culprits.get(site_id) != release:
-            row.breaks.append({"site_id": site_id, "type": release[0], "slug": release[1], "version": release[2],
-                               "contained": site_id not in after.broken})
-            bad.setdefault(release, row.night)
+    for key, version in sorted(installs.items()):  # a bad release installed where its code runs broke the site
+        if before.marks.get(key) in BREAKING and key not in after.marks and before.active.get(key):
+            site_id, kind, slug = key
+            row.breaks.append({"site_id": site_id, "type": kind, "slug": slug, "version": version,
+                               "how": before.marks[key], "contained": site_id not in after.broken})
+            bad.setdefault((kind, slug, version), row.night)
     row.broken_at_sunrise = after.broken
 
 
-def observe(row: NightRow, run: dict[str, Any]) -> None:
+def observe(row: NightRow, run: dict[str, Any], pending: datetime | None) -> None:
     row.flow_run = str(run["id"])
     row.expected_start = run["expected_start_time"]
     row.state = run.get("state_name") or str(run.get("state_type"))
     row.message = ((run.get("state") or {}).get("message") or "")[:300]
-    expected, started, ended = (moment(run.get(k)) for k in ("expected_start_time", "start_time", "end_time"))
-    if started and expected:
+    expected, began, ended = (moment(run.get(k)) for k in ("expected_start_time", "start_time", "end_time"))
+    if expected and pending:
+        row.fired_s = (pending - expected).total_seconds()
+        row.on_time = row.fired_s <= ON_TIME_SECONDS
+    if expected and began:
         row.fired = True
-        row.started = started.isoformat()
-        row.delay_s = (started - expected).total_seconds()
-        row.on_time = row.delay_s <= ON_TIME_SECONDS
-    if started and ended:
-        row.wall_s = (ended - started).total_seconds()
+        row.began_s = (began - expected).total_seconds()
+    if began and ended:
+        row.wall_s = (ended - began).total_seconds()
+
+
+def night_directory(reports: Path, run: dict[str, Any]) -> Path | None:
+    """The run directory the night wrote. Its name ends in the flow run id's first 8 characters, which Prefect's
+    time-ordered ids share among runs created together (the scheduler creates many nights in one go), so the
+    directory is the one whose name's start time falls within the run."""
+    began, ended = moment(run.get("start_time")), moment(run.get("end_time"))
+    if not began or not ended or not reports.is_dir():
+        return None
+    for directory in sorted(reports.glob(f"*-{str(run['id'])[:8]}")):
+        try:
+            named = datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        if began.replace(microsecond=0) <= named <= ended and (directory / "summary.json").is_file():
+            return directory
+    return None
 
 
 @dataclass
@@ -550,7 +584,7 @@ def run_soak(*, nights: int, sites: int, interval: float, time_scale: float, see
             FLEET_SMTP_SECURITY="none", FLEET_MAIL_FROM="Fleet reports <reports@agency.example>",
             FLEET_REPORT_TO=OPERATOR, COLUMNS="200")
         view = FleetView.read(script.truth())
-        bad: dict[Version3, int] = {}
+        bad: dict[ReleaseKey, int] = {}
         with serve_log.open("wb") as log:  # run in the output directory: no .env of this checkout is read
             serving = subprocess.Popen([command_path("fleet"), "serve"], env=env, cwd=output, stdout=log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
@@ -569,12 +603,12 @@ def run_soak(*, nights: int, sites: int, interval: float, time_scale: float, see
                 if run is not None:
                     seen.append(str(run["id"]))
                     after = run["expected_start_time"]
-                    observe(row, run)
-                    wait_for_children(serving.pid)
-                    summary_dir = find_run_dir(reports, row.flow_run or "")
-                    summary = Summary.read(summary_dir) if summary_dir else None
-                    row.outcomes = {o.value: n for o, n in summary.counts.by_outcome.items()} if summary else {}
-                    deliveries(row, summary, mailroom.since(rows[-1].sunrise_at if rows else 0.0))
+                    observe(row, run, runs.pending_at(str(run["id"])))
+                    wait_for_exit(serving.pid, str(run["id"]))
+                    directory = night_directory(reports, run)
+                    began = moment(run.get("start_time"))
+                    from_summary(row, Summary.read(directory) if directory else None,
+                                 mailroom.since(began.timestamp() if began else time.time()))
                 sunrise = FleetView.read(script.truth())
                 ground_truth(row, view, sunrise, bad)
                 row.state_db_bytes = file_size(state_db)
@@ -619,10 +653,23 @@ def wait_for_night(runs: PrefectRuns, deployment: str, seen: list[str], after: s
         time.sleep(2)
 
 
-def wait_for_children(pid: int, timeout: float = 60) -> None:
-    """Until the night's flow-run process has exited (its failure hooks send the alert before it does)."""
+def night_processes(root: int, run_id: str) -> list[int]:
+    """The processes under `root` that run this flow run (the runner hands them PREFECT__FLOW_RUN_ID)."""
+    marker = f"PREFECT__FLOW_RUN_ID={run_id}".encode()
+    found = []
+    for pid in process_tree(root)[1:]:
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def wait_for_exit(root: int, run_id: str, timeout: float = 60) -> None:
+    """Until the night's flow-run process has exited: its failure hooks send the alert before it does."""
     deadline = time.monotonic() + timeout
-    while len(process_tree(pid)) > 1 and time.monotonic() < deadline:
+    while night_processes(root, run_id) and time.monotonic() < deadline:
         time.sleep(0.5)
 
 
@@ -640,19 +687,21 @@ def stop_serving(serving: subprocess.Popen[bytes]) -> None:
 # ---- the table -------------------------------------------------------------------------------------------------
 
 MiB = 1024 * 1024
-COLUMNS = ("night", "started (UTC)", "delay s", "on time", "state", "wall s", "items by outcome", "reports",
-           "alerts", "broke", "broken at sunrise", "re-sent", "state DB KiB", "serve MiB", "peak MiB")
+COLUMNS = ("night", "expected (UTC)", "fired s", "began s", "on time", "state", "wall s", "items by outcome", "reports",
+           "alerts", "broke", "said broke", "broken at sunrise", "re-sent", "state DB KiB", "serve MiB", "peak MiB")
 
 
 def cells(row: NightRow) -> list[str]:
     items = " ".join(f"{SHORT[o]} {row.outcomes[o.value]}" for o in Outcome if row.outcomes.get(o.value))
-    started = moment(row.started)
+    expected = moment(row.expected_start)
     return [
-        str(row.night), f"{started:%H:%M:%S}" if started else "-",
-        f"{row.delay_s:+.1f}" if row.delay_s is not None else "-", "yes" if row.on_time else "NO", row.state,
+        str(row.night), f"{expected:%H:%M:%S}" if expected else "-",
+        f"{row.fired_s:+.1f}" if row.fired_s is not None else "-",
+        f"{row.began_s:+.1f}" if row.began_s is not None else "-", "yes" if row.on_time else "NO", row.state,
         f"{row.wall_s:.0f}" if row.wall_s is not None else "-", items or "-",
         f"{row.reports_received}/{row.reports_sent}" + ("" if row.delivered else " NOT"), str(row.alerts),
-        str(len(row.breaks)), ", ".join(map(str, row.broken_at_sunrise)) or "0", str(len(row.resent)),
+        str(len(row.breaks)), str(len(row.said_broken)), ", ".join(map(str, row.broken_at_sunrise)) or "0",
+        str(len(row.resent)),
         f"{row.state_db_bytes / 1024:.0f}", f"{row.serve_rss_bytes / MiB:.0f}", f"{row.peak_tree_rss_bytes / MiB:.0f}",
     ]
 
@@ -676,7 +725,7 @@ def verdict(soak: Soak) -> str:
     growth = totals["memory_growth_night2_to_last"]
     met = totals["targets_met"]
     lines = [
-        f"fired: {totals['fired']} of {n} ({totals['on_time']} on time, within {ON_TIME_SECONDS:g} s)",
+        f"fired: {totals['fired']} of {n} ({totals['on_time']} taken by the runner within {ON_TIME_SECONDS:g} s)",
         f"reports delivered: {totals['delivered']} of {n}",
         f"bad versions sent again after they broke a site: {totals['bad_versions_resent']} "
         f"({totals['bad_installs_resent']} installs; {totals['breaks']} breaks in all)",
@@ -688,6 +737,12 @@ def verdict(soak: Soak) -> str:
         for r in row.resent:
             lines.append(f"  night {row.night}: {r['type']} {r['slug']} {r['version']} installed on site "
                          f"{r['site_id']}, after it broke a site on night {r['first_broke_a_site_on_night']}")
+    for row in soak.rows:
+        truly = {b["site_id"] for b in row.breaks}
+        for alarm in row.said_broken:
+            if alarm["site_id"] not in truly:
+                lines.append(f"night {row.night} said it broke site {alarm['site_id']}, which no bad release reached "
+                             f"(the ground truth); it saw: {alarm['saw']}")
     return "\n".join(lines)
 
 
