@@ -101,8 +101,8 @@ class Mailroom:
         self.received.append(Mail(time.time(), " ".join(str(message["Subject"]).split()), list(envelope.rcpt_tos)))
         return "250 2.0.0 Ok: queued"
 
-    def since(self, moment: float) -> list[Mail]:
-        return [mail for mail in list(self.received) if mail.at > moment]
+    def since(self, after: float) -> list[Mail]:
+        return [mail for mail in list(self.received) if mail.at > after]
 
 
 @contextmanager
@@ -182,7 +182,7 @@ ReleaseKey = tuple[str, str, str]  # (type, slug, version): a release
 
 @dataclass
 class FleetView:
-    """One reading of the ground truth: installed versions, what breaks each site, which sites are broken."""
+    """One reading of the ground truth: installed and offered versions, the bad releases' marks, broken sites."""
 
     versions: dict[ItemKey, str]
     offers: dict[ItemKey, str]
