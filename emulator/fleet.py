@@ -274,6 +274,31 @@ def _generate_site(site_id: int, rng: random.Random, now: float, client_count: i
     return site
 
 
+def connected_child(site_id: int, url: str, name: str, admin: str, seed: int, now: float) -> Site:
+    """A WordPress site that already runs, just connected to the dashboard (MainWP's Add New Site: its URL and
+    admin). What the child runs (core, plugins, themes, translations and the releases they are offered) is drawn as
+    the generated fleet's, from a stream of its own so the fleet's draws stay as they were; the dashboard has
+    stored nothing of it yet: until a sync it lists none of the site's updates."""
+    site = _generate_site(site_id, random.Random(f"{seed}:added:{site_id}"), now, 0, len(TAG_NAMES))
+    domain = url.split("://", 1)[-1].rstrip("/")
+    site.url, site.name, site.admin, site.added = url, name, admin, now
+    site.client_id, site.tag_ids = 0, []
+    site.child_version = CHILD_VERSIONS[0]  # MainWP connects only a current child
+    site.reachable, site.http_code, site.offline_check_result = True, 200, 1
+    site.suspended, site.child_connected, site.sync_errors = False, True, ""
+    site.ignored_plugins, site.ignore_core_updates = {}, False  # the dashboard's own settings: none yet
+    site.last_sync = site.last_check = 0.0
+    site.monitor = Monitor(id=site_id)
+    site.posts[2].title = f"News from {name}"
+    site.users = [SiteUser(u.id, u.username, f"{u.username}@{domain}", u.role, u.first_name, u.last_name,
+                           u.display_name) for u in site.users]
+    site.known_wp_version, site.known_wp_offer = "", None
+    for items in (site.plugins, site.themes, site.translations):
+        for item in items.values():
+            item.known_version, item.known_offer = "", None
+    return site
+
+
 def _remember_sync(site: Site) -> None:
     """The dashboard's stored copy equals the child's state at generation time (as after a sync)."""
     site.known_wp_version, site.known_wp_offer = site.wp_version, site.wp_offer

@@ -1,13 +1,14 @@
 """Ground truth for tests and benchmarks, outside the dashboard's namespaces and guarded by the admin token:
 what is really installed, what the dashboard lists, ignore lists, request counts, jobs, the capacity model's
 ledger and the fault counters; and the switches that make an item fail, take a site offline, break or fix a
-site's front end or break its pages visually, or change the fault profile. Bad input gets the same
-WordPress-style error body as the dashboard's own routes."""
+site's front end or break its pages visually, connect a site that already runs, or change the fault profile. Bad
+input gets the same WordPress-style error body as the dashboard's own routes."""
 
 from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -235,6 +236,31 @@ async def repair_site(request: Request, emulator: Emulator) -> dict[str, Any]:
 
 
 @admin_only
+async def add_site(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {url, name?, admin?, client_id?, tag_ids?}: the operator connects a WordPress site that already runs
+    (MainWP's Add New Site: its URL and admin), with plugins, themes and pending releases of its own; the
+    dashboard lists its updates only after a sync. Answers the site's ground truth."""
+    body = await json_object(request)
+    url = body.get("url")
+    if not isinstance(url, str) or not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:\d+)?/?", url.strip()):
+        raise GroundTruthError("url must be a site's address, such as https://shop.example.com/")
+    url = url.strip().rstrip("/") + "/"
+    state = emulator.state
+    if state.find_site(url) is not None:
+        raise GroundTruthError(f"{url} is already connected to the dashboard", 409)
+    name, admin = body.get("name", url.split("://", 1)[1].rstrip("/")), body.get("admin", "admin")
+    client_id, tag_ids = body.get("client_id", 0), body.get("tag_ids", [])
+    if not isinstance(name, str) or not name.strip() or not isinstance(admin, str) or not admin.strip():
+        raise GroundTruthError("name and admin must be non-empty strings")
+    if not isinstance(client_id, int) or (client_id and client_id not in state.clients):
+        raise GroundTruthError(f"unknown client {client_id!r}", 404)
+    if not isinstance(tag_ids, list) or any(not isinstance(t, int) or t not in state.tags for t in tag_ids):
+        raise GroundTruthError(f"tag_ids must list existing tag ids, not {tag_ids!r}", 404)
+    site = state.connect_child(url, name.strip(), admin.strip(), client_id, tag_ids)
+    return site_truth(emulator, site)
+
+
+@admin_only
 async def set_visual_fault(request: Request, emulator: Emulator) -> dict[str, Any]:
     """POST {site_id, mode: css|blank|null, type?, slug?}: with an item, the release it offers now breaks the page
     visually once installed; without, the page breaks now (null lifts either)."""
@@ -317,6 +343,7 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/faults/reachable", set_reachable, methods=["POST"]),
         Route(f"{PREFIX}/faults/front-end", set_front_end, methods=["POST"]),
         Route(f"{PREFIX}/sites/repair", repair_site, methods=["POST"]),
+        Route(f"{PREFIX}/sites/add", add_site, methods=["POST"]),
         Route(f"{PREFIX}/faults/visual", set_visual_fault, methods=["POST"]),
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
         Route(f"{PREFIX}/faults/lost-answers", lose_answers, methods=["POST"]),

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from emulator.config import EmulatorConfig
-from emulator.fleet import generate_fleet
+from emulator.fleet import connected_child, generate_fleet
 from emulator.records import (
     ApiKey,
     Client,
@@ -399,6 +399,16 @@ class FleetState:
             "twentytwentyfive", "Twenty Twenty-Five", "1.3", active=True, known_version="1.3"
         )
         site.known_wp_version = site.wp_version
+        self._index_site(site)
+        self.save_site(site)
+        return site
+
+    def connect_child(self, url: str, name: str, admin: str = "admin", client_id: int = 0,
+                      tag_ids: list[int] | None = None) -> Site:
+        """Connect a WordPress site that already runs, with plugins, themes and pending releases of its own
+        (`emulator.fleet.connected_child`): the dashboard lists its updates only after it syncs it."""
+        site = connected_child(self.next_id("site", self.sites), url, name, admin, self.config.seed, self.now())
+        site.client_id, site.tag_ids = client_id, sorted(tag_ids or [])
         self._index_site(site)
         self.save_site(site)
         return site

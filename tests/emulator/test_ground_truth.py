@@ -15,8 +15,10 @@ from pydantic import ValidationError
 from cli.commands.emulator import parse_work_seconds
 from emulator.capacity import DEFAULT_WORK_SECONDS
 from emulator.config import EmulatorConfig
+from emulator.testing import InProcessEmulator
 from tests.emulator.abilities_harness import ROOT_URL, dashboard, run
 
+NS = "/svc/v2"
 CONFIG = EmulatorConfig(namespace="svc", sites=30, seed=5, time_scale=0.001, workers=4,
                         work_seconds={"sync": 3.0}, faults="realistic")
 
@@ -73,6 +75,10 @@ async def test_state_reports_capacity_jobs_and_fault_counters() -> None:
     ("POST", "/__emulator__/offers", {"site_id": 1, "type": "wp", "slug": "wordpress", "version": 7}, 400,
      "version"),
     ("POST", "/__emulator__/options", {"no_such_option": 1}, 400, "unknown options"),
+    ("POST", "/__emulator__/sites/add", {"url": "shop.example.com"}, 400, "url must be"),
+    ("POST", "/__emulator__/sites/add", {"url": "https://shop.example.com", "client_id": 99}, 404, "unknown client"),
+    ("POST", "/__emulator__/sites/add", {"url": "https://shop.example.com", "tag_ids": [99]}, 404, "tag_ids"),
+    ("POST", "/__emulator__/sites/add", {"url": "https://shop.example.com", "name": ""}, 400, "non-empty"),
     ("PUT", "/__emulator__/faults", {"profile": 3}, 400, "profile"),
     ("PUT", "/__emulator__/faults", {"profile": {"error_rate": "lots"}}, 400, "error_rate"),
 ])
@@ -88,6 +94,38 @@ async def test_bad_input_to_ground_truth_routes_is_a_wordpress_style_4xx(method,
     assert answer.json()["code"] == "emulator_bad_request" and answer.json()["data"] == {"status": status}
     assert words in answer.json()["message"]
     assert refused.status_code == 403 and refused.json()["code"] == "emulator_forbidden"
+
+
+async def test_a_site_connected_to_the_dashboard_lists_its_own_updates_only_after_a_sync(
+    lab: InProcessEmulator, rw: httpx.AsyncClient, admin: httpx.AsyncClient
+) -> None:
+    url = "https://orchard-physio.example.org/"
+    added = await admin.post("/__emulator__/sites/add", json={"url": url.rstrip("/"), "name": "Orchard Physio",
+                                                               "admin": "owner", "client_id": 2, "tag_ids": [1]})
+    assert added.status_code == 200, added.text
+    truth = added.json()
+    site_id = int(truth["id"])
+    assert site_id == 31 and truth["url"] == url and truth["last_sync"] == 0
+    offered = {("plugin", slug, item["offer"]) for slug, item in truth["plugins"].items() if item["offer"]} | {
+        ("theme", slug, item["offer"]) for slug, item in truth["themes"].items() if item["offer"]}
+    assert offered, "the child runs plugins and themes of its own, some of them offered a release"
+    assert truth["pending_updates"] == []  # the dashboard has stored nothing of the child yet
+
+    def listed(data: list[dict]) -> set[tuple[str, str, str]]:
+        return {(update["type"].rstrip("s"), update["slug"], update["new_version"]) for update in data
+                if update["type"] in ("plugins", "themes", "plugin", "theme")}
+
+    before = (await rw.get(f"{NS}/updates", params={"include": site_id})).json()["data"]
+    record = (await rw.get(f"{NS}/sites/{site_id}")).json()["data"]
+    assert before == [] and record["name"] == "Orchard Physio" and record["client_id"] == "2"
+    assert (await rw.post(f"{NS}/sites/{site_id}/sync")).json()["success"] == 1
+    after = (await rw.get(f"{NS}/updates", params={"include": site_id})).json()["data"]
+    assert listed(after) == offered
+    page = await admin.get("/__sites__/orchard-physio.example.org/")
+    assert page.status_code == 200 and "<title>Orchard Physio</title>" in page.text
+    again = await admin.post("/__emulator__/sites/add", json={"url": "http://orchard-physio.example.org"})
+    assert again.status_code == 409 and "already connected" in again.json()["message"]
+    assert len(lab.emulator.state.sites) == 31
 
 
 @pytest.mark.parametrize(("work_seconds", "message"), [
