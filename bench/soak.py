@@ -61,6 +61,7 @@ from cli.demo import dashboard_environment  # noqa: E402
 from cli.local_prefect import LocalPrefectServer, command_path  # noqa: E402
 from emulator.config import EmulatorConfig  # noqa: E402
 from emulator.testing import EmulatorServer, free_port  # noqa: E402
+from fleet.engine.estate import find_run_dir  # noqa: E402
 from fleet.model.summary import Outcome, Summary  # noqa: E402
 
 NIGHTLY = ("nightly-maintenance", "nightly")
@@ -515,23 +516,6 @@ def observe(row: NightRow, run: dict[str, Any], pending: datetime | None) -> Non
         row.wall_s = (ended - began).total_seconds()
 
 
-def night_directory(reports: Path, run: dict[str, Any]) -> Path | None:
-    """The run directory the night wrote. Its name ends in the flow run id's first 8 characters, which Prefect's
-    time-ordered ids share among runs created together (the scheduler creates many nights in one go), so the
-    directory is the one whose name's start time falls within the run."""
-    began, ended = moment(run.get("start_time")), moment(run.get("end_time"))
-    if not began or not ended or not reports.is_dir():
-        return None
-    for directory in sorted(reports.glob(f"*-{str(run['id'])[:8]}")):
-        try:
-            named = datetime.strptime(directory.name[:15], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
-        except ValueError:
-            continue
-        if began.replace(microsecond=0) <= named <= ended and (directory / "summary.json").is_file():
-            return directory
-    return None
-
-
 @dataclass
 class Soak:
     settings: dict[str, Any]
@@ -605,7 +589,7 @@ def run_soak(*, nights: int, sites: int, interval: float, time_scale: float, see
                     after = run["expected_start_time"]
                     observe(row, run, runs.pending_at(str(run["id"])))
                     wait_for_exit(serving.pid, str(run["id"]))
-                    directory = night_directory(reports, run)
+                    directory = find_run_dir(reports, str(run["id"]))
                     began = moment(run.get("start_time"))
                     from_summary(row, Summary.read(directory) if directory else None,
                                  mailroom.since(began.timestamp() if began else time.time()))
