@@ -44,6 +44,7 @@ from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Policy, check_recipients
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.job_journal import JobJournal
+from fleet.state.visual_baselines import VisualBaselines
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
@@ -165,6 +166,8 @@ async def run_lane(
     result.resynced = len(resync)
     after = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
         client, quote(lane.site_ids), settings.concurrency)
+    if night.visual is not None:  # what the next night compares its list with, to carry the pages' shots
+        night.visual.lane_settled(lane.site_ids, after)
     not_sent = held.keys() | gated
     sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in not_sent]
     result.items = await reconcile_task.with_options(task_run_name=f"reconcile-{lane.label}")(
@@ -272,6 +275,9 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment)
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
+                if night.visual is not None:
+                    night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
+                                             plan.items)
                 logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
                             night.planned(plan, request))
                 await run_cohorts(client, plan, settings, request, night)

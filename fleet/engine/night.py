@@ -227,7 +227,7 @@ class Night:
         )
         usable = sum(1 for site in sites if site.status is SiteStatus.online)
         summary.accounts_for = [run.run_id for run in interrupted]
-        summary.looks = self.visual.finish() if self.visual else []
+        summary.looks = self.visual.finish(set(self.breaks.sites)) if self.visual else []
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,
             update_items=sum(1 for item in done.items if item.applied_by_run is None), checks=len(done.checks),

@@ -18,7 +18,7 @@ from prefect.flow_runs import aresume_flow_run
 
 from emulator.site_theme import moving_content
 from fleet.model.summary import Band, ContainmentStatus, Outcome, Selection, UpdateType
-from fleet.visual.capture import CHROMIUM, chromium_path
+from fleet.visual.capture import CHROMIUM, PageCapture, chromium_path
 from flows.nightly import nightly_maintenance
 from reporting.run_report import render_reports
 from tests.pipeline.conftest import Dashboard, installed, read_run
@@ -142,3 +142,56 @@ async def test_a_change_for_review_sends_its_version_to_the_approval_gate(dashbo
     assert approved.outcome is Outcome.updated and approved.approved_by == "Ada"
     truth = emulator.truth()
     assert installed(truth, later.id, UpdateType.plugin, slug) == installed(truth, first.id, UpdateType.plugin, slug)
+
+
+async def test_the_second_night_starts_from_the_first_nights_shots_and_still_finds_a_break(
+        dashboard, tmp_path: Path, monkeypatch) -> None:
+    """Two nights, one emulator, one state home: a site left healthy with nothing applied since is not shot before
+    its first update on the second night (its baseline is the first night's last shot, its mask the one learned),
+    and the second night still tells a break from what moves by itself."""
+    emulator = dashboard(sites=30, seed=24)
+    carousel = sites_with_plugin_updates(emulator, "carousel")[:1]
+    calm = [s for s in sites_with_plugin_updates(emulator, "") if len(offered_plugins(s)) >= 1][:2]
+    chosen = carousel + calm
+    assert len(chosen) == 3
+    ids = [str(site.id) for site in chosen]
+    policy = write_policy(tmp_path)
+    shots: list[tuple[str, str]] = []  # (label, site key) of every shot taken
+    original = PageCapture.shoot_each
+
+    async def counted(self, wanted, label):
+        shots.extend((label, site) for site, _, _ in wanted)
+        return await original(self, wanted, label)
+
+    monkeypatch.setattr(PageCapture, "shoot_each", counted)
+    first_run = await night(ids, policy)
+    first, _ = read_run(first_run)
+    assert all(look.band is Band.healthy for look in first.looks) and len(first.looks) == 3
+    first_baselines = [label for label, _ in shots if label.startswith("before")]
+    assert len(first_baselines) == 2 * 3 * 2, "two shots of two pages of three sites on the first night"
+
+    broken = calm[0]  # the second night: new releases everywhere, one of them takes the stylesheet away
+    for site in chosen:
+        slug = next(iter(site.plugins))
+        emulator.post("offers", {"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.0"})
+    bad_slug = next(iter(broken.plugins))
+    emulator.post("faults/visual", {"site_id": broken.id, "type": "plugin", "slug": bad_slug, "mode": "css"})
+    shots.clear()
+    second_run = await night(ids, policy)
+    second, _ = read_run(second_run)
+    assert [label for label, _ in shots if label.startswith("before")] == [], "every baseline came from night one"
+    assert [alarm.site_id for alarm in second.broken] == [broken.id]
+    assert second.broken[0].containment.culprit.slug == bad_slug
+    bands = {look.site_id: look.band for look in second.looks}
+    assert bands == {broken.id: Band.broken, **{site.id: Band.healthy for site in chosen if site is not broken}}
+    # the carried baseline is the first night's last shot of the page, byte for byte (the shot a report keeps is the
+    # first step's: the last one for a site with one step that changes its look)
+    one_step = [site for site in chosen if len({item.type for item in first.items if item.site_id == site.id
+                                                and item.outcome is Outcome.updated} - {UpdateType.translation}) == 1]
+    assert one_step
+    for site in one_step:
+        before = next(look for look in first.looks if look.site_id == site.id).pages[0]
+        after = next(look for look in second.looks if look.site_id == site.id).pages[0]
+        assert (before.page, before.viewport) == (after.page, after.viewport)
+        assert ((Path(second_run).parent / after.before).read_bytes()
+                == (Path(first_run).parent / before.after).read_bytes())
