@@ -44,6 +44,7 @@ from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Policy, check_recipients
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.job_journal import JobJournal
+from fleet.state.rollback_reads import RollbackReads
 from fleet.state.visual_baselines import VisualBaselines
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
@@ -55,7 +56,7 @@ from tasks.checks import (
     revive_known_offline_task,
 )
 from tasks.contain import probe_and_contain_task
-from tasks.detect import detect_updates_task
+from tasks.detect import detect_updates_task, remember_rollback_reads
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
@@ -78,9 +79,11 @@ def run_identity(started: datetime) -> str:
 
 
 async def survey_fleet(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool, night: Night
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool, night: Night,
+    rollbacks: frozenset[int] | None = None,
 ) -> tuple[list[SiteRecord], list[DetectedUpdate]]:
-    """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only).
+    """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only),
+    with MainWP's memory of rolled-back versions read for `rollbacks` (None: every site).
 
     The sites come back with their status after the sync; the list covers every selected site, usable or not,
     so that the plan can say why an item on an unusable site is skipped.
@@ -97,7 +100,8 @@ async def survey_fleet(
             failures, revived = await revive_known_offline_task(client, quote(usable), quote(failures), settings,
                                                                 quote(night.sizer))
         pending = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
-            client, quote([site.id for site in chunk]), settings.concurrency, rollbacks=True)
+            client, quote([site.id for site in chunk]), settings.concurrency,
+            rollbacks=True if rollbacks is None else quote(rollbacks))
         return failures, revived, pending
 
     parts = await run_in_chunks(chunk_step, sites, settings)
@@ -258,12 +262,15 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
         if interrupted:
             await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)
         night.expect(sites, settings, started, request.dry_run)
+        rollback_reads = RollbackReads(settings.state_path, client.settings.base_url)
+        rollback_sites = rollback_reads.sites()
         await artifact.open()
         try:
             async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
                 # a sync is a write request: a dry run plans from the dashboard's last sync
                 (sites, pending), ignored = await asyncio.gather(
-                    survey_fleet(client, sites, settings, sync=not request.dry_run, night=night),
+                    survey_fleet(client, sites, settings, sync=not request.dry_run, night=night,
+                                 rollbacks=rollback_sites),
                     load_ignores_task(client, quote([site.id for site in sites])),
                 )
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
@@ -291,6 +298,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=policy,
                             dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
     summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
+    if not request.dry_run:
+        remember_rollback_reads(summary, plan, rollback_sites, rollback_reads)
     await write_summary_task(quote(summary), run_dir)
     night.close(journal, interrupted, summary, request.dry_run)
     return run_dir
