@@ -15,6 +15,7 @@ from cli.commands import (
     holds,
     nightly,
     report,
+    screenshots,
     serve,
     update,
 )
@@ -45,3 +46,4 @@ app.add_typer(blocks.app, name="blocks")
 app.add_typer(holds.app, name="holds")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
+app.add_typer(screenshots.app, name="screenshots")

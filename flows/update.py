@@ -61,6 +61,7 @@ from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
+from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
 from tasks.progress import NightArtifact
@@ -248,7 +249,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
     night = Night(run_identity(started), settings.call_sizer(), policy=policy)
     run_dir = settings.report_dir / night.run_id
-    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings)
+    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings,
+                                         capture=worker_capture(policy, run_dir, settings))
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()
     artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Protocol
 
 import httpx
 
@@ -58,6 +59,20 @@ def listed_versions(updates: Iterable[DetectedUpdate]) -> dict[int, ListedVersio
     return listed
 
 
+class Capture(Protocol):
+    """What shoots the pages: Chromium in this process (`PageCapture`), or task workers (`tasks.page_checks`)."""
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> Any: ...
+
+    async def shoot_each(self, wanted: list[tuple[str, PageTarget, Viewport]], label: str) -> list[Shot]: ...
+
+    async def shoot_sites(self, sites: dict[str, list[PageTarget]], viewports: list[Viewport],
+                          label: str) -> list[Shot]: ...
+
+
 def shot_key(site: SiteRecord) -> str:
     """A site's folder under `visual/`: its id keeps two sites of one domain apart."""
     return f"{site.id}-{site.domain}"
@@ -85,10 +100,11 @@ class VisualWatch:
     """`async with VisualWatch(policy, run_dir, ...) as watch`: baselines, then a look after each step."""
 
     def __init__(self, policy: VisualPolicy, run_dir: Path, *, concurrency: int, probe_template: str | None,
-                 verify_tls: bool = True, sitemap_concurrency: int = 8) -> None:
+                 verify_tls: bool = True, sitemap_concurrency: int = 8, capture: Capture | None = None) -> None:
         self.policy, self.run_dir, self.probe_template = policy, run_dir, probe_template
-        self.capture = PageCapture(run_dir / SHOTS_FOLDER, concurrency=concurrency, verify_tls=verify_tls,
-                                   full_page=policy.full_page, screens=policy.screens)
+        self.capture: Capture = capture or PageCapture(run_dir / SHOTS_FOLDER, concurrency=concurrency,
+                                                       verify_tls=verify_tls, full_page=policy.full_page,
+                                                       screens=policy.screens)
         self.sitemap_concurrency = sitemap_concurrency
         self.baselines: dict[int, Baseline] = {}
         self.looks: dict[int, SiteLook] = {}
@@ -100,17 +116,19 @@ class VisualWatch:
         self._shots = 0
 
     @classmethod
-    def for_night(cls, policy: VisualPolicy | None, run_dir: Path, settings: PipelineSettings) -> VisualWatch | None:
-        """The night's watch, or None when the policy asks for none or this machine has no Chromium (said once)."""
+    def for_night(cls, policy: VisualPolicy | None, run_dir: Path, settings: PipelineSettings,
+                  capture: Capture | None = None) -> VisualWatch | None:
+        """The night's watch, or None when the policy asks for none or, shooting in this process (no `capture` of
+        the task workers), this machine has no Chromium (said once)."""
         if policy is None or not policy.enabled:
             return None
-        if chromium_path() is None:
+        if capture is None and chromium_path() is None:
             log.warning("visual checks are off tonight: the policy asks for them but there is no Chromium at %s "
                         "(install Debian's `chromium`)", CHROMIUM)
             return None
         return cls(policy, run_dir, concurrency=settings.visual_concurrency,
                    probe_template=settings.probe_url_template, verify_tls=settings.verify_tls,
-                   sitemap_concurrency=settings.probe_concurrency)
+                   sitemap_concurrency=settings.probe_concurrency, capture=capture)
 
     async def __aenter__(self) -> VisualWatch:
         try:

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
 from prefect.flow_runs import aresume_flow_run
+from prefect.settings import PREFECT_API_URL, PREFECT_LOCAL_STORAGE_PATH
 
 from emulator.site_theme import moving_content
 from fleet.model.summary import Band, ContainmentStatus, Outcome, Selection, UpdateType
@@ -195,3 +201,47 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
         assert (before.page, before.viewport) == (after.page, after.viewport)
         assert ((Path(second_run).parent / after.before).read_bytes()
                 == (Path(first_run).parent / before.after).read_bytes())
+
+
+@pytest.mark.usefixtures("prefect_harness")  # a server the worker subscribes to, as a deployed night has
+async def test_a_separate_task_worker_process_takes_the_screenshots(dashboard, tmp_path: Path, monkeypatch) -> None:
+    """With FLEET_VISUAL_TASK_WORKERS the night shoots nothing itself: `fleet screenshots serve`, another process,
+    serves its batches of shots as Prefect background task runs, the images come back through result storage,
+    and the night judges them as its own: the break found and contained, the healthy sites healthy."""
+    emulator = dashboard(sites=30, seed=22)
+    site = sites_with_plugin_updates(emulator, "")[0]
+    slug = offered_plugins(site)[0]
+    emulator.post("faults/visual", {"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
+    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:2]
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    env |= {"PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "worker-home"),
+            "PREFECT_LOCAL_STORAGE_PATH": str(PREFECT_LOCAL_STORAGE_PATH.value()),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen([str(Path(sys.executable).parent / "fleet"), "screenshots", "serve", "--runs", "2"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    launched: list[object] = []
+    original = PageCapture.__aenter__
+
+    async def counted(self):
+        launched.append(self)
+        return await original(self)
+
+    monkeypatch.setattr(PageCapture, "__aenter__", counted)
+    monkeypatch.setenv("FLEET_VISUAL_TASK_WORKERS", "true")
+    monkeypatch.setenv("FLEET_VISUAL_WORKER_TIMEOUT_SECONDS", "300")
+    try:
+        summary, _ = read_run(await night([str(site.id)] + [str(s.id) for s in others], write_policy(tmp_path)))
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+        log.close()
+    assert launched == [], "the night's own process started no Chromium"
+    async with get_client() as client:
+        runs = await client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shoot-pages")))
+    assert runs and all(run.state is not None and run.state.is_completed() for run in runs), (
+        (tmp_path / "worker.log").read_text()[-3000:])
+    [alarm] = summary.broken
+    assert alarm.site_id == site.id and alarm.containment.culprit.slug == slug
+    bands = {look.site_id: look.band for look in summary.looks}
+    assert bands == {site.id: Band.broken, **{other.id: Band.healthy for other in others}}
