@@ -147,6 +147,11 @@ class VisualWatch:
             log.warning("visual checks are off for the rest of the night: %s", why)
         self.off = why
 
+    @property
+    def extent(self) -> str:
+        """How much of a page a shot holds: shots of another extent cannot be compared."""
+        return "full" if self.policy.full_page else f"{self.policy.screens} screens"
+
     def home(self, site: SiteRecord) -> str:
         return probe_url(site.url, self.probe_template)
 
@@ -181,7 +186,7 @@ class VisualWatch:
         masks: dict[PageKey, Path] = {}
         for site, targets in chosen:
             key = shot_key(site)
-            kept = self.kept.kept(key, self.listed.get(site.id, {})) if self.kept else {}
+            kept = self.kept.kept(key, self.listed.get(site.id, {}), self.extent) if self.kept else {}
             for target in targets:
                 for viewport in self.policy.viewports:
                     page = kept.get((target.name, viewport.value))
@@ -311,7 +316,7 @@ class VisualWatch:
                 pages.append(KeptPage(first.page, first.url, first.viewport.value, last.path, mask,
                                       tuple(last.console_errors), tuple(last.failed_requests)))
             if pages:
-                self.kept.keep(baseline.first[0].site, self.settled[site_id], pages)
+                self.kept.keep(baseline.first[0].site, self.settled[site_id], pages, self.extent)
                 kept += 1
         return kept
 
@@ -320,7 +325,9 @@ class VisualWatch:
         for the next night (`broken`: the sites tonight broke). Only the images a report shows stay in the run
         (a night of 1,000 sites shoots tens of thousands of pages): every image of a page for review or broken,
         and one before/after pair per site (its first page at its first viewport)."""
-        self.keep_for_next_night(broken or set())
+        kept = self.keep_for_next_night(broken or set())
+        if kept:
+            log.info("the pages of %d healthy site(s) are kept as the next night's baselines", kept)
         keep: set[str] = set()
         for look in self.looks.values():
             for number, page in enumerate(look.pages):

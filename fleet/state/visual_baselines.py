@@ -57,13 +57,15 @@ class VisualBaselines:
     def _folder(self, site: str) -> Path:
         return self.root / _NOT_NAME.sub("_", site)
 
-    def kept(self, site: str, tonight: ListedVersions) -> dict[tuple[str, str], KeptPage]:
+    def kept(self, site: str, tonight: ListedVersions, extent: str) -> dict[tuple[str, str], KeptPage]:
         """The site's kept pages by (page, viewport): with their shot when nothing was applied since, else their
-        masks alone."""
+        masks alone; none when they were shot to another `extent` (the policy's `screens` or `full_page` changed)."""
         folder = self._folder(site)
         try:
             record = json.loads((folder / "site.json").read_text())
         except (OSError, ValueError):
+            return {}
+        if record.get("extent") != extent:
             return {}
         listed = {(UpdateType(type_), slug): version for type_, slug, version in record.get("versions", [])}
         carried = unchanged_since(listed, tonight)
@@ -77,8 +79,8 @@ class VisualBaselines:
                 tuple(entry.get("console_errors", ())), tuple(entry.get("failed_requests", ())))
         return pages
 
-    def keep(self, site: str, versions: ListedVersions, pages: list[KeptPage]) -> None:
-        """Replace what is kept of the site with these pages (their files copied in) and versions."""
+    def keep(self, site: str, versions: ListedVersions, pages: list[KeptPage], extent: str) -> None:
+        """Replace what is kept of the site with these pages (their files copied in), versions and extent."""
         folder = self._folder(site)
         staging = folder.with_name(folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
@@ -94,6 +96,7 @@ class VisualBaselines:
                             "failed_requests": list(page.failed_requests)})
         staging.mkdir(parents=True, exist_ok=True)
         (staging / "site.json").write_text(json.dumps({
+            "extent": extent,
             "versions": sorted([type_.value, slug, version] for (type_, slug), version in versions.items()),
             "pages": entries}))
         shutil.rmtree(folder, ignore_errors=True)
