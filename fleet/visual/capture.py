@@ -34,7 +34,7 @@ CHROMIUM_ARGS = (
 )
 FREEZE_CSS = ("*,*::before,*::after{animation:none!important;transition:none!important;"
               "caret-color:transparent!important;scroll-behavior:auto!important}")
-PAGE_TIMEOUT_S = 30.0
+PAGE_TIMEOUT_S = 60.0  # a page's load and shot: on a machine busy with other work, most of it is rendering here
 LAUNCH_TIMEOUT_S = 180.0  # Chromium's start on a machine busy with other work (Playwright's own default: 30 s)
 PAGE_CLOCK = datetime(2026, 1, 1, tzinfo=UTC)  # every page's clock, on every night: a script's time is no change
 TIMERS_MS = 1000  # of the page's clock run after the load: what a page's scripts set up to draw at once
@@ -132,6 +132,7 @@ class PageCapture:
                 viewport=viewport.size, device_scale_factor=1, is_mobile=viewport.is_mobile,
                 has_touch=viewport.is_mobile, reduced_motion="reduce", service_workers="block",
                 ignore_https_errors=not self.verify_tls)
+            context.set_default_timeout(self.timeout_ms)  # every step of a shot, not only the load
             await context.clock.install(time=PAGE_CLOCK)
             await context.clock.pause_at(PAGE_CLOCK)
             self._contexts[slot, viewport] = context
