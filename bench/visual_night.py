@@ -155,7 +155,7 @@ async def watch_throughput(credentials: dict[str, Any], sites: int, workers: int
     state = fleet_truth(credentials)
     healthy = sorted((s for s in state.values() if s["reachable"] and s["front_end"]["status"] == "up"),
                      key=lambda s: s["id"])[:sites]
-    records = [SiteRecord(id=s["id"], url=s["url"], name=s["name"]) for s in healthy]
+    records = [SiteRecord(id=s["id"], url=s["url"], name=s["url"]) for s in healthy]
     broken = [record.id for record in records[::5]]
     kept = VisualBaselines(work / "state", "bench")
     admin = {"X-Emulator-Token": credentials["admin_token"]}
