@@ -139,19 +139,21 @@ class CallSizer:
         return max(1, int(self.budget / per_unit)) if per_unit > 0 else 1 << 30
 
     def unseen_share(self, operation: Operation) -> int:
-        """How many sites never measured may share a call: a slow-tail site among them plus the others must still
-        fit the gateway (behind a 20 s gateway a slow site's sync alone nearly fills it: they go one by one)."""
+        """How many sites never measured may share a call: behind a gateway shorter than assumed, a slow-tail site
+        among them plus the others must still fit it (behind a 20 s gateway a slow site's sync alone nearly fills
+        it: they go one by one)."""
         per_unit = self.estimate(operation)
-        if not per_unit or self.budget <= 0:
+        if not per_unit or self.gateway_seen is None:
             return UNSEEN_SITES
-        return max(1, int(GATEWAY_FACTOR * self.budget / per_unit - TAIL_FACTOR + 1))
+        return max(1, int(self.gateway_seen / per_unit - TAIL_FACTOR + 1))
 
     def outlasts(self, operation: Operation, site_id: int) -> bool:
-        """One unit of `operation` on this site (slow, or suspected of it) is predicted past the gateway the
-        budget assumes: cutting its work buys nothing, each part would meet the gateway."""
+        """Behind a gateway shorter than assumed, one unit of `operation` on this site (slow, or suspected of it)
+        is predicted past it: cutting its work buys nothing, each part would meet the gateway. (Behind the gateway
+        the budget assumes, a suspect's slowness is a guess that cutting its work keeps safe.)"""
         per_unit = self.estimate(operation)
-        return (per_unit is not None and self.alone(site_id)
-                and per_unit * self.factor(site_id) > GATEWAY_FACTOR * self.budget)
+        return (per_unit is not None and self.gateway_seen is not None and self.alone(site_id)
+                and per_unit * self.factor(site_id) > self.gateway_seen)
 
     def split_slow(self, operation: Operation, work: list[Work]) -> list[Work]:
         """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
