@@ -19,8 +19,11 @@ report step (from summary.json written to the flow's end: local work outside the
 inside the same run and shown apart; the peak RSS is the whole flow's, report step included. Each flow's log
 goes to bench/results/.
 
+The night measured is a dashboard's later night, whose earlier nights saw nothing fail (it reads no site's
+rollback memory); `--first-night` measures a first one (it reads every site's).
+
 Run: `python bench/nightly.py [--sites 1000 10000] [--time-scale 0.01] [--variants ...]
-[--sequential-max-sites 1000]`.
+[--sequential-max-sites 1000] [--first-night]`.
 Prints a table and writes bench/results/nightly.json.
 """
 
@@ -180,11 +183,24 @@ class SummaryMark:
         flows.update.write_summary_task = marked
 
 
-def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float, variant: str) -> dict[str, Any]:
+def later_night() -> None:
+    """The state home of a dashboard whose earlier nights saw nothing fail: tonight reads no site's rollback memory
+    (a dashboard's first night reads every site's: one `GET /updates/{id}` per site offered a plugin or theme)."""
+    from dashboard.settings import DashboardSettings
+    from fleet.model.settings import PipelineSettings
+    from fleet.state.rollback_reads import RollbackReads
+
+    RollbackReads(PipelineSettings().state_path, DashboardSettings().base_url).record((), (), ())
+
+
+def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float, variant: str,
+                 first_night: bool = False) -> dict[str, Any]:
     from fleet.model.summary import Outcome, Summary
     from flows.nightly import nightly_maintenance
 
     pipeline_env(credentials, tempfile.mkdtemp(prefix="bench-nightly-"), variant, time_scale)
+    if not first_night:
+        later_night()
     requests = RequestCounter(credentials["base_url"])
     mark = SummaryMark()
     cpu, wall = cpu_seconds(), time.perf_counter()
@@ -272,18 +288,18 @@ def run_sequential(credentials: dict[str, Any], sites: int, time_scale: float) -
     }
 
 
-def child(variant: str, credentials_file: Path, sites: int, time_scale: float) -> None:
+def child(variant: str, credentials_file: Path, sites: int, time_scale: float, first_night: bool) -> None:
     credentials = json.loads(credentials_file.read_text())
     if variant == "sequential":
         result = run_sequential(credentials, sites, time_scale)
     else:
-        result = run_pipeline(credentials, sites, time_scale, variant)
+        result = run_pipeline(credentials, sites, time_scale, variant, first_night)
     result.setdefault("peak_rss_mb", peak_rss_mb())
     print("RESULT " + json.dumps(result), flush=True)
 
 
 def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, str], *, script: str = __file__,
-            faults: str = "none") -> dict[str, Any]:
+            faults: str = "none", first_night: bool = False) -> dict[str, Any]:
     """One variant in a process of its own (`script --child`) against a fresh emulator; its log beside the
     results as `<script>-<variant>-<sites>.log`."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -292,7 +308,7 @@ def measure(variant: str, sites: int, time_scale: float, prefect_env: dict[str, 
         try:
             out = subprocess.run(
                 [sys.executable, script, "--child", variant, "--credentials", str(credentials),
-                 "--sites", str(sites), "--time-scale", str(time_scale)],
+                 "--sites", str(sites), "--time-scale", str(time_scale), *(["--first-night"] if first_night else [])],
                 capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **prefect_env},
             )
         finally:
@@ -338,11 +354,13 @@ def main() -> None:
     parser.add_argument("--sequential-max-sites", type=int, default=1000,
                         help="Run the sequential script only up to this fleet size (it is slow by design).")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "nightly.json")
+    parser.add_argument("--first-night", action="store_true",
+                        help="A dashboard's first night (it reads every site's rollback memory); default: a later one.")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--credentials", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.credentials, args.sites[0], args.time_scale)
+        child(args.child, args.credentials, args.sites[0], args.time_scale, args.first_night)
         return
     results = []
     with tempfile.TemporaryDirectory() as home:
@@ -352,7 +370,8 @@ def main() -> None:
                 for variant in args.variants:
                     if variant == "sequential" and sites > args.sequential_max_sites:
                         continue
-                    results.append(measure(variant, sites, args.time_scale, prefect_env))
+                    results.append(measure(variant, sites, args.time_scale, prefect_env,
+                                           first_night=args.first_night))
                     print(table(results[-1:]).splitlines()[-1], flush=True)
         finally:
             server.terminate()

@@ -18,6 +18,7 @@ from cli.commands import (
     nightly,
     report,
     runs,
+    screenshots,
     serve,
     update,
 )
@@ -63,3 +64,4 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(incidents.app, name="incidents")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
+app.add_typer(screenshots.app, name="screenshots")

@@ -29,6 +29,7 @@ from fleet.engine.night import (
     NightRequest,
     WindowDays,
     close_late_sites,
+    collect_less,
     jobs_done,
     sites_to_sync,
     worked_on,
@@ -47,6 +48,8 @@ from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_o
 from fleet.state.continuity import check_state_home
 from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal
+from fleet.state.rollback_reads import RollbackReads
+from fleet.state.visual_baselines import VisualBaselines
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
@@ -57,12 +60,13 @@ from tasks.checks import (
     revive_known_offline_task,
 )
 from tasks.contain import probe_and_contain_task, switch_on_fixed_releases_task
-from tasks.detect import detect_updates_task
+from tasks.detect import detect_updates_task, remember_rollback_reads
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
+from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
 from tasks.progress import NightArtifact
@@ -81,9 +85,11 @@ def run_identity(started: datetime) -> str:
 
 
 async def survey_fleet(
-    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool, night: Night
+    client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings, sync: bool, night: Night,
+    rollbacks: frozenset[int] | None = None,
 ) -> tuple[list[SiteRecord], list[DetectedUpdate]]:
-    """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only).
+    """Sync each chunk of sites and list its updates as soon as that chunk is synced (without `sync`: list only),
+    with MainWP's memory of rolled-back versions read for `rollbacks` (None: every site).
 
     The sites come back with their status after the sync; the list covers every selected site, usable or not,
     so that the plan can say why an item on an unusable site is skipped.
@@ -100,7 +106,8 @@ async def survey_fleet(
             failures, revived = await revive_known_offline_task(client, quote(usable), quote(failures), settings,
                                                                 quote(night.sizer))
         pending = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
-            client, quote([site.id for site in chunk]), settings.concurrency, rollbacks=True)
+            client, quote([site.id for site in chunk]), settings.concurrency,
+            rollbacks=True if rollbacks is None else quote(rollbacks))
         return failures, revived, pending
 
     parts = await run_in_chunks(chunk_step, sites, settings)
@@ -173,6 +180,8 @@ async def run_lane(
     result.resynced = len(resync)
     after = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
         client, quote(lane.site_ids), settings.concurrency)
+    if night.visual is not None:  # what the next night compares its list with, to carry the pages' shots
+        night.visual.lane_settled(lane.site_ids, after)
     not_sent = held.keys() | gated
     sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in not_sent]
     result.items = await reconcile_task.with_options(task_run_name=f"reconcile-{lane.label}")(
@@ -265,11 +274,13 @@ async def approval_gate(
 async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection | None = None) -> Path:
     """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
     started = datetime.now(UTC)
+    collect_less()
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
     night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=check_state_home(settings))
     run_dir = settings.report_dir / night.run_id
-    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings)
+    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings,
+                                         capture=worker_capture(policy, run_dir, settings))
     journal = JobJournal(settings.state_path)
     logger = get_run_logger()
     for note in night.notes:
@@ -285,12 +296,15 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
         if interrupted:
             await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)
         night.expect(sites, settings, started, request.dry_run)
+        rollback_reads = RollbackReads(settings.state_path, client.settings.base_url)
+        rollback_sites = rollback_reads.sites()
         await artifact.open()
         try:
             async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
                 # a sync is a write request: a dry run plans from the dashboard's last sync
                 (sites, pending), ignored = await asyncio.gather(
-                    survey_fleet(client, sites, settings, sync=not request.dry_run, night=night),
+                    survey_fleet(client, sites, settings, sync=not request.dry_run, night=night,
+                                 rollbacks=rollback_sites),
                     load_ignores_task(client, quote([site.id for site in sites])),
                 )
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
@@ -302,6 +316,9 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment)
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
+                if night.visual is not None:
+                    night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
+                                             plan.items)
                 logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
                             night.planned(plan, request))
                 await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night), settings,
@@ -318,6 +335,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
             raise
         finally:
             await artifact.close()
+    if not request.dry_run:
+        remember_rollback_reads(summary, plan, rollback_sites, rollback_reads)
     await write_summary_task(quote(summary), run_dir)
     night.close(journal, interrupted, summary, request.dry_run)
     return run_dir

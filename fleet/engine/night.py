@@ -8,6 +8,7 @@ decide on the way is asked of this module.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -34,6 +35,19 @@ from fleet.rules.rollout import failed_sites, judge_cohort, stop_cohorts
 from fleet.rules.windows import place_in_windows
 from fleet.state.job_journal import JobJournal, OpenRun
 from fleet.state.maintenance_log import MaintenanceLog
+
+YOUNG_COLLECTION = 20_000  # allocations between two collections of the youngest generation (Python's: 700)
+
+
+def collect_less() -> None:
+    """Fewer garbage collections for the night: what the process holds before it (Prefect, the client, the
+    libraries: most of its heap) is frozen out of every later full collection, and the youngest generation is
+    collected every 20,000 allocations instead of 700. A 1,000-site night spent 1.4 s of its CPU in the collector,
+    0.8 s of it in 8 full collections scanning that heap; the night's objects are long-lived (the plan, the
+    summary), so collecting them often finds little."""
+    gc.freeze()
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(max(young, YOUNG_COLLECTION), middle, old)
 
 
 def pipeline_settings(report_dir: str) -> PipelineSettings:
@@ -237,7 +251,7 @@ class Night:
         summary.did_nothing = nothing_done(summary, plan, self.progress.synced.total, self.synced)
         summary.errors = self.notes + summary.errors + ([f"the night did nothing: {summary.did_nothing}"]
                                                         if summary.did_nothing else [])
-        summary.looks = self.visual.finish() if self.visual else []
+        summary.looks = self.visual.finish(set(self.breaks.sites)) if self.visual else []
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,
             update_items=sum(1 for item in done.items if item.applied_by_run is None), checks=len(done.checks),

@@ -83,6 +83,12 @@ class PipelineSettings(FleetSettings):
     visual_concurrency: int = Field(
         3, ge=1, le=32, description="Browser pages the visual checks (the policy's `visual:`) load at once, in one "
         "Chromium: a site's pages, never the dashboard's work.")
+    visual_task_workers: bool = Field(
+        False, description="Leave the visual checks' screenshots to Prefect task workers (`fleet screenshots "
+        "serve`, on this machine or others) instead of this process's Chromium.")
+    visual_worker_timeout_seconds: float = Field(
+        900, gt=0, description="How long a batch of screenshots may wait for a task worker before the visual checks "
+        "stop for the night (the HTTP probes go on).")
     concurrency_limit: str | None = Field(
         None, description="Name of a Prefect global concurrency limit every dashboard write call occupies."
     )

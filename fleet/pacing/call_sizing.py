@@ -26,6 +26,7 @@ log = logging.getLogger("fleet.call_sizing")
 
 GATEWAY_MARGIN = 0.9  # a 504 sooner than this share of the assumed gateway shows a shorter one
 SLOW_MARGIN = 1.6  # a call this many times slower than predicted has a slow site in it
+GATEWAY_FACTOR = 3.0  # the gateway the budget assumes: three budgets (nginx's 60 s for 20 s), or one learned
 TAIL_FACTOR = 10.0  # how much slower than the rest a slow site may be (a child behind a slow update server)
 HISTORY = 64  # per-unit times kept per operation (the median of these is the estimate)
 JUDGE_AFTER = 5  # answers of an operation before the first ones (one-site calls) are judged slow or not
@@ -137,6 +138,23 @@ class CallSizer:
         per_unit *= self.factor(site_id) if site_id is not None else 1.0
         return max(1, int(self.budget / per_unit)) if per_unit > 0 else 1 << 30
 
+    def unseen_share(self, operation: Operation) -> int:
+        """How many sites never measured may share a call: behind a gateway shorter than assumed, a slow-tail site
+        among them plus the others must still fit it (behind a 20 s gateway a slow site's sync alone nearly fills
+        it: they go one by one)."""
+        per_unit = self.estimate(operation)
+        if not per_unit or self.gateway_seen is None:
+            return UNSEEN_SITES
+        return max(1, int(self.gateway_seen / per_unit - TAIL_FACTOR + 1))
+
+    def outlasts(self, operation: Operation, site_id: int) -> bool:
+        """Behind a gateway shorter than assumed, one unit of `operation` on this site (slow, or suspected of it)
+        is predicted past it: cutting its work buys nothing, each part would meet the gateway. (Behind the gateway
+        the budget assumes, a suspect's slowness is a guess that cutting its work keeps safe.)"""
+        per_unit = self.estimate(operation)
+        return (per_unit is not None and self.gateway_seen is not None and self.alone(site_id)
+                and per_unit * self.factor(site_id) > self.gateway_seen)
+
     def split_slow(self, operation: Operation, work: list[Work]) -> list[Work]:
         """A slow (or suspect) site's update items cut into parts that each fit the budget on their own.
 
@@ -145,7 +163,9 @@ class CallSizer:
         goes first and the rest last: by the time the rest is taken, the first part's answer has said whether
         the site is slow. A suspect found ordinary has its remaining parts sent in as few calls as fit (`take`
         joins them); a slow site's go one by one. A part never shares a call with another site: their shared
-        slug filter could apply an item of another part twice.
+        slug filter could apply an item of another part twice. A site whose single item outlasts the gateway is
+        not cut at all: all its items of the step go first, in one call that meets the gateway once, and its
+        outcome is read back (a lost answer is waited out, never sent again), instead of once per item.
         """
         if not self.sizing(operation):
             return work
@@ -155,7 +175,9 @@ class CallSizer:
         for part in work:
             known_slow = part.site_id not in self.suspects and self.factor(part.site_id) > SLOW_MARGIN
             fits = self.units_per_call(operation, part.site_id) if self.alone(part.site_id) else part.units
-            if part.slugs and part.units > fits:
+            if self.outlasts(operation, part.site_id):
+                first.append(part)
+            elif part.slugs and part.units > fits:
                 pieces = [Work(part.site_id, len(slugs), slugs, part=True)
                           for slugs in (part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits))]
                 if known_slow:
@@ -182,10 +204,12 @@ class CallSizer:
             return [queue.popleft() for _ in range(min(cap, len(queue)))]
         head = queue[0]
         if self.alone(head.site_id):
+            if head.part and self.outlasts(operation, head.site_id):
+                return [self._rejoined(queue, head.site_id)]
             return [queue.popleft()]
         room = self.units_per_call(operation)
         if head.site_id not in self.seen:
-            cap = min(cap, UNSEEN_SITES)
+            cap = min(cap, UNSEEN_SITES, self.unseen_share(operation))
         taken = [queue.popleft()]
         used = taken[0].units + self._wait_units(operation, taken[:0], taken[0])
         while queue and len(taken) < cap and not self.alone(queue[0].site_id) and self._joins(operation, taken,
@@ -198,6 +222,15 @@ class CallSizer:
             used += units
             taken.append(queue.popleft())
         return taken
+
+    @staticmethod
+    def _rejoined(queue: deque[Work], site_id: int) -> Work:
+        """A site's parts still queued, as one: cut before the gateway showed that one of its items outlasts it."""
+        parts = [part for part in queue if part.site_id == site_id]
+        for part in parts:
+            queue.remove(part)
+        slugs = tuple(slug for part in parts for slug in part.slugs)
+        return Work(site_id, sum(part.units for part in parts), slugs, part=True)
 
     def _joins(self, operation: Operation, taken: list[Work], part: Work) -> bool:
         slots = self.gate(operation)
@@ -280,11 +313,12 @@ class CallSizer:
             self.lost_sites.add(site_id)
             self.suspects.add(site_id)
             self.site_factor[site_id] = max(TAIL_FACTOR, 2 * self.factor(site_id))
-        if timed_out and self.budget > 0 and gateway_after < GATEWAY_MARGIN * 3 * self.budget:
-            before, self.budget = self.budget, gateway_after / 3
+        if timed_out and self.budget > 0 and gateway_after < GATEWAY_MARGIN * GATEWAY_FACTOR * self.budget:
+            before, self.budget = self.budget, gateway_after / GATEWAY_FACTOR
             if self.gateway_seen is None:
                 log.warning("the dashboard's gateway gave up after %.3g s, not the %.3g s the call budget assumes: "
-                            "calls are sized to %.3g s from now on (was %.3g s)", gateway_after, 3 * before,
+                            "calls are sized to %.3g s from now on (was %.3g s)", gateway_after,
+                            GATEWAY_FACTOR * before,
                             self.budget, before)
             self.gateway_seen = gateway_after
 

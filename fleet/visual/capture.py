@@ -1,8 +1,13 @@
 """Screenshots of sites' pages in the system Chromium, driven by Playwright (its own browser download is never
-used). One browser; a browser context per site and viewport, a few at a time; each page loaded to network
-idle, animations and transitions stopped, then shot full-page to a file under the run directory. What went
-wrong on the page is kept with the shot: console errors, uncaught script errors, and same-origin requests that
-failed or answered 4xx/5xx (a stylesheet gone shows here as well as in the pixels)."""
+used). One browser for the night, and its browser contexts made once and reused: one per viewport for each of the
+`concurrency` pages loaded at once (a context's clock is shared by its pages, so each page in flight has its
+own). Each page is loaded to network idle with the page's clock stopped at one fixed moment, its timers then run
+for one second of that clock, animations and transitions stopped, and shot: its first two screens by default
+(`screens`), or the full page. So what a shot shows does not depend on how long this machine took to load it
+(a carousel that turns every few seconds shows the slide it opened with, a clock the same time), and the same page
+shot on another night shows the same pixels. What went wrong on the page is kept with the shot: console errors,
+uncaught script errors, and same-origin requests that failed or answered 4xx/5xx (a stylesheet gone shows here as
+well as in the pixels)."""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import asyncio
 import re
 import shutil
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response, async_playwright
@@ -27,7 +34,10 @@ CHROMIUM_ARGS = (
 )
 FREEZE_CSS = ("*,*::before,*::after{animation:none!important;transition:none!important;"
               "caret-color:transparent!important;scroll-behavior:auto!important}")
-PAGE_TIMEOUT_S = 30.0
+PAGE_TIMEOUT_S = 60.0  # a page's load and shot: on a machine busy with other work, most of it is rendering here
+LAUNCH_TIMEOUT_S = 180.0  # Chromium's start on a machine busy with other work (Playwright's own default: 30 s)
+PAGE_CLOCK = datetime(2026, 1, 1, tzinfo=UTC)  # every page's clock, on every night: a script's time is no change
+TIMERS_MS = 1000  # of the page's clock run after the load: what a page's scripts set up to draw at once
 _NOT_NAME = re.compile(r"[^A-Za-z0-9.-]+")
 
 
@@ -63,12 +73,17 @@ class PageCapture:
     """`async with PageCapture(run_dir) as capture: shots = await capture.shoot(site, pages, viewports, "before")`."""
 
     def __init__(self, run_dir: Path, concurrency: int = 3, executable: str = CHROMIUM,
-                 timeout_s: float = PAGE_TIMEOUT_S, verify_tls: bool = True) -> None:
+                 timeout_s: float = PAGE_TIMEOUT_S, verify_tls: bool = True, full_page: bool = False,
+                 screens: int = 2) -> None:
         self.run_dir = run_dir
         self.executable = executable
         self.verify_tls = verify_tls
         self.timeout_ms = timeout_s * 1000
-        self._contexts = asyncio.Semaphore(concurrency)
+        self.full_page, self.screens = full_page, screens
+        self._slots: asyncio.Queue[int] = asyncio.Queue()
+        for slot in range(concurrency):
+            self._slots.put_nowait(slot)
+        self._contexts: dict[tuple[int, Viewport], BrowserContext] = {}
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -78,7 +93,8 @@ class PageCapture:
             raise FileNotFoundError(f"no Chromium at {self.executable}: install Debian's `chromium` package")
         self._playwright = await async_playwright().start()
         try:
-            self._browser = await self._playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
+            self._browser = await self._playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS),
+                                                                   timeout=LAUNCH_TIMEOUT_S * 1000)
         except BaseException:
             await self._playwright.stop()
             raise
@@ -86,40 +102,54 @@ class PageCapture:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        self._contexts.clear()
         if self._browser is not None:
             await self._browser.close()
         if self._playwright is not None:
             await self._playwright.stop()
 
     async def shoot(self, site: str, pages: list[PageTarget], viewports: list[Viewport], label: str) -> list[Shot]:
-        """Every page of one site at every viewport; the viewports run side by side within the bound."""
-        per_viewport = await asyncio.gather(*(self._shoot_viewport(site, pages, v, label) for v in viewports))
-        return [shot for shots in per_viewport for shot in shots]
+        """Every page of one site at every viewport, within the bound of pages loaded at once."""
+        return await self.shoot_each([(site, page, viewport) for viewport in viewports for page in pages], label)
+
+    async def shoot_each(self, wanted: list[tuple[str, PageTarget, Viewport]], label: str) -> list[Shot]:
+        """These (site, page, viewport) shots, in this order."""
+        return list(await asyncio.gather(*(self._shoot_page(site, page, viewport, label)
+                                           for site, page, viewport in wanted)))
 
     async def shoot_sites(self, sites: dict[str, list[PageTarget]], viewports: list[Viewport],
                           label: str) -> list[Shot]:
-        """Many sites at once, still one browser and at most `concurrency` contexts."""
+        """Many sites at once, still one browser and at most `concurrency` pages loading."""
         per_site = await asyncio.gather(*(self.shoot(site, pages, viewports, label) for site, pages in sites.items()))
         return [shot for shots in per_site for shot in shots]
 
-    async def _shoot_viewport(self, site: str, pages: list[PageTarget], viewport: Viewport,
-                              label: str) -> list[Shot]:
-        assert self._browser is not None, "use PageCapture as an async context manager"
-        async with self._contexts:
+    async def _context(self, slot: int, viewport: Viewport) -> BrowserContext:
+        """The slot's context at `viewport`, made once: its clock installed and stopped."""
+        context = self._contexts.get((slot, viewport))
+        if context is None:
+            assert self._browser is not None, "use PageCapture as an async context manager"
             context = await self._browser.new_context(
                 viewport=viewport.size, device_scale_factor=1, is_mobile=viewport.is_mobile,
                 has_touch=viewport.is_mobile, reduced_motion="reduce", service_workers="block",
                 ignore_https_errors=not self.verify_tls)
-            try:
-                return [await self._shoot_page(context, site, page, viewport, label) for page in pages]
-            finally:
-                await context.close()
+            context.set_default_timeout(self.timeout_ms)  # every step of a shot, not only the load
+            await context.clock.install(time=PAGE_CLOCK)
+            await context.clock.pause_at(PAGE_CLOCK)
+            self._contexts[slot, viewport] = context
+        return context
 
-    async def _shoot_page(self, context: BrowserContext, site: str, target: PageTarget, viewport: Viewport,
-                          label: str) -> Shot:
+    async def _shoot_page(self, site: str, target: PageTarget, viewport: Viewport, label: str) -> Shot:
         shot = Shot(site, target.name, viewport, target.url)
+        slot = await self._slots.get()
+        try:
+            context = await self._context(slot, viewport)
+            await context.clock.set_system_time(PAGE_CLOCK)
+            page: Page = await context.new_page()
+        except PlaywrightError as error:
+            self._slots.put_nowait(slot)
+            shot.error = f"{target.url}: {_first_line(error)}"
+            return shot
         origin = _origin(target.url)
-        page: Page = await context.new_page()
 
         def on_response(response: Response) -> None:
             if response.status >= 400 and _origin(response.url) == origin:
@@ -134,14 +164,32 @@ class PageCapture:
         try:
             response = await page.goto(target.url, wait_until="networkidle", timeout=self.timeout_ms)
             shot.status = response.status if response else None
+            await context.clock.run_for(TIMERS_MS)
             await page.add_style_tag(content=FREEZE_CSS)
             path = shot_path(self.run_dir, site, target.name, viewport, label)
             path.parent.mkdir(parents=True, exist_ok=True)
-            await page.screenshot(path=path, full_page=True, animations="disabled", caret="hide",
-                                  timeout=self.timeout_ms)
+            await page.screenshot(path=path, animations="disabled", caret="hide", timeout=self.timeout_ms,
+                                  **await self._extent(page, viewport))
             shot.path = path
         except PlaywrightError as error:
-            shot.error = f"{target.url}: {error.message.splitlines()[0] if error.message else type(error).__name__}"
+            shot.error = f"{target.url}: {_first_line(error)}"
         finally:
             await page.close()
+            self._slots.put_nowait(slot)
         return shot
+
+    async def _extent(self, page: Page, viewport: Viewport) -> dict[str, Any]:
+        """The screenshot's extent: the full page, or its first `screens` screens (less when it is shorter)."""
+        if self.full_page:
+            return {"full_page": True}
+        screen = viewport.size
+        if self.screens == 1:
+            return {}
+        tall = await page.evaluate("document.documentElement.scrollHeight")
+        height = max(1, min(self.screens * screen["height"], int(tall)))
+        return {"full_page": height > screen["height"],
+                "clip": {"x": 0, "y": 0, "width": screen["width"], "height": height}}
+
+
+def _first_line(error: PlaywrightError) -> str:
+    return error.message.splitlines()[0] if error.message else type(error).__name__

@@ -41,7 +41,8 @@ class ReviewMode(StrEnum):
 
 
 class VisualPolicy(BaseModel):
-    """`visual: {pages: [...], sitemap_pages: N, viewports: [desktop, mobile], pass: 0.5%, fail: 5%}`."""
+    """`visual: {pages: [...], sitemap_pages: N, viewports: [desktop, mobile], pass: 0.5%, fail: 5%}`; `full_page:
+    true` or `screens: 4` for more of each page than its first screen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -60,6 +61,12 @@ class VisualPolicy(BaseModel):
     review: ReviewMode = Field(
         ReviewMode.gate, description="A page in the review band: its versions wait at the approval gate before "
         "they go to more sites tonight (gate), or the change is only reported (report).")
+    full_page: bool = Field(
+        False, description="Shoot each page whole, however tall, instead of its first `screens` (slower, and "
+        "several times the pixels to compare).")
+    screens: int = Field(
+        2, ge=1, le=20, description="How much of each page a shot holds, from its top, in screens of the viewport "
+        "(1280x800, 390x844): what a visitor sees first and as they start to scroll.")
     baseline_gap_seconds: float = Field(
         3.0, ge=0, le=60, description="Between the two baseline shots that show what moves by itself.")
 

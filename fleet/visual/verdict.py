@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fleet.model.summary import BAND_ORDER, Band
 from fleet.visual.capture import Shot
-from fleet.visual.diff import compare
+from fleet.visual.diff import compare, load_mask
 from fleet.visual.policy import Viewport, VisualPolicy
 
 
@@ -33,18 +33,19 @@ def _new(after: list[str], *before: list[str]) -> list[str]:
     return [line for line in dict.fromkeys(after) if line not in seen]
 
 
-def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy, reference: Shot | None = None
-               ) -> PageVerdict:
+def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy, reference: Shot | None = None,
+               mask: Path | None = None) -> PageVerdict:
     """One page at one viewport, scored against `reference` (the shot after the step before; by default the
-    first baseline). A page that shot fine before and not after is broken; one without two baselines cannot be
-    judged."""
+    first baseline), masking `mask` (a noise mask carried from earlier nights) or what moved between the two
+    baselines. A page that shot fine before and not after is broken; one without a baseline and a mask (or a
+    second baseline) cannot be judged."""
     reference = reference if reference is not None and reference.path is not None else first
     verdict = PageVerdict(first.site, first.page, first.viewport, first.url, None, before=reference.path,
                           after=after.path,
                           new_console_errors=_new(after.console_errors, first.console_errors, second.console_errors),
                           new_failed_requests=_new(after.failed_requests, first.failed_requests,
                                                    second.failed_requests))
-    if first.path is None or second.path is None:
+    if first.path is None or (second.path is None and mask is None):
         verdict.error = f"no baseline: {first.error or second.error}"
         return verdict
     if after.path is None:
@@ -52,25 +53,30 @@ def judge_page(first: Shot, second: Shot, after: Shot, policy: VisualPolicy, ref
         return verdict
     diff_path = after.path.with_name(after.path.name.replace(".png", ".diff.png"))
     result = compare(first.path, second.path, after.path, policy.pass_threshold, policy.fail_threshold, diff_path,
-                     reference=reference.path)
+                     reference=reference.path, mask=load_mask(mask) if mask is not None else None)
     verdict.band, verdict.score, verdict.diff = result.band, result.score, diff_path
     return verdict
 
 
-def page_key(shot: Shot) -> tuple[str, str, Viewport]:
+PageKey = tuple[str, str, Viewport]
+
+
+def page_key(shot: Shot) -> PageKey:
     return shot.site, shot.page, shot.viewport
 
 
 def judge_pages(first: list[Shot], second: list[Shot], after: list[Shot], policy: VisualPolicy,
-                reference: list[Shot] | None = None) -> list[PageVerdict]:
+                reference: list[Shot] | None = None, masks: dict[PageKey, Path] | None = None) -> list[PageVerdict]:
     """Match the sets of shots by (site, page, viewport) and judge each page found in the first."""
     seconds, afters = {page_key(s): s for s in second}, {page_key(s): s for s in after}
     references = {page_key(s): s for s in reference or []}
+    masks = masks or {}
     verdicts = []
     for shot in first:
+        key = page_key(shot)
         missing = Shot(shot.site, shot.page, shot.viewport, shot.url, error="not shot")
-        verdicts.append(judge_page(shot, seconds.get(page_key(shot), missing), afters.get(page_key(shot), missing),
-                                   policy, references.get(page_key(shot))))
+        verdicts.append(judge_page(shot, seconds.get(key, missing), afters.get(key, missing), policy,
+                                   references.get(key), masks.get(key)))
     return verdicts
 
 

@@ -183,3 +183,31 @@ def test_a_gateway_shorter_than_the_budget_assumes_is_learned_from_its_first_504
     assert sizer.budget == pytest.approx(20.5 / 3), "a second 504 of the same gateway changes nothing"
     assert [record.levelname for record in caplog.records] == ["WARNING"]
     assert "gave up after 20.5 s" in caplog.text
+
+
+def test_a_site_whose_one_item_outlasts_a_short_gateway_sends_all_its_items_of_a_step_in_one_call():
+    sizer = CallSizer(budget=20)
+    sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)  # 3 s an item
+    sizer.learn("update_item", [Work(6, 1, ("a",)), Work(7, 1, ("a",))], 33.0)  # one of them ten times slower
+    cut = sizer.split_slow("update_item", [Work(7, 3, ("a", "b", "c")), Work(8, 1, ("a",))])
+    assert [part.units for part in cut] == [1, 1, 1, 1], "30 s an item fits the 60 s gateway assumed: cut"
+    sizer.lost("update_item", [cut[0]], gateway_after=20.0)  # its first item alone met a 20 s gateway
+    assert sizer.budget == pytest.approx(20 / 3) and sizer.factor(7) >= 10  # 30 s an item: past the gateway
+    queue = deque(cut[1:])  # its other two items were cut before the gateway was known: they go back together
+    assert sizer.take("update_item", queue) == [Work(8, 1, ("a",))]
+    assert sizer.take("update_item", queue) == [Work(7, 2, ("b", "c"), part=True)] and not queue
+    assert sizer.split_slow("update_item", [Work(7, 3, ("d", "e", "f"))]) == [Work(7, 3, ("d", "e", "f"))]
+    ordinary_suspect = Work(9, 3, ("a", "b", "c"))
+    sizer.suspects.add(9)
+    sizer.site_factor[9] = 2.0  # 6 s an item: fits the gateway, so its items are still cut to fit the budget
+    assert len(sizer.split_slow("update_item", [ordinary_suspect])) == 3
+
+
+def test_behind_a_short_gateway_sites_never_measured_go_one_by_one():
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 2.0)
+    assert len(sizer.take("sync", sites(*range(10, 30)))) == 5  # a slow one among five: 28 s, under nginx's 60 s
+    sizer.lost("sync", [Work(2), Work(3), Work(4)], gateway_after=20.0)
+    assert len(sizer.take("sync", sites(*range(10, 30)))) == 1  # a slow one alone nearly fills the 20 s
+    sizer.seen.update(range(10, 30))
+    assert len(sizer.take("sync", sites(*range(10, 30)))) == 3, "measured sites fill the budget (6.7 s)"

@@ -19,6 +19,7 @@ import pytest
 from prefect.settings import PREFECT_API_URL
 
 from dashboard.client import DashboardClient
+from dashboard.errors import OutcomeUnknown
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary, UpdateType
 from fleet.rules.plan import SiteStatus
@@ -314,3 +315,49 @@ async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashb
     capacity = emulator.truth()["capacity"]
     assert capacity["gateway_timeouts"] == 0
     assert_every_item_accounted(summary, plan)
+
+
+async def test_behind_a_20_s_gateway_a_slow_site_meets_it_at_most_once_per_step(dashboard, monkeypatch):
+    """A site that alone outlasts a short gateway cannot be made faster, but all its items of a step go in one call,
+    whose outcome is read back: it meets the gateway once per step, not once per item. And once the gateway is
+    learned, no call of several sites meets it."""
+    emulator = dashboard(sites=120, seed=31, time_scale=0.01, gateway_timeout=20, slow_site_rate=0.08)
+    calls: list[dict] = []  # every sync or update call: when it went out, its sites, its type, whether it met a 504
+    for name in ("sync_sites", "run_updates", "update_site_items"):
+        async def recorded(self, first, *args, _name=name, _original=getattr(DashboardClient, name), **kwargs):
+            call = {"name": _name, "at": time.monotonic(), "sites": tuple(first) if _name != "update_site_items"
+                    else (first,), "type": str(args[0][0] if _name == "run_updates" else args[0]) if args else "",
+                    "504": False}
+            calls.append(call)
+            try:
+                return await _original(self, first, *args, **kwargs)
+            except OutcomeUnknown as error:
+                call["504"] = error.status == 504
+                call["answered"] = time.monotonic()
+                raise
+
+        monkeypatch.setattr(DashboardClient, name, recorded)
+    summary, plan = read_run(await update_fleet(selection=Selection()))
+    assert_every_item_accounted(summary, plan)
+    met = [call for call in calls if call["504"]]
+    slow = {int(site_id) for site_id, site in emulator.truth()["sites"].items() if site["slow"]}
+    assert met and {site for call in met for site in call["sites"]} & slow, "the slow tail met the gateway"
+    learned = min(call["answered"] for call in met)
+    assert [call["sites"] for call in met if len(call["sites"]) > 1 and call["at"] > learned] == [], [
+        (c["name"], c["type"], c["sites"], [s in slow for s in c["sites"]],
+         [any(s in o["sites"] for o in calls if o["at"] < c["at"]) for s in c["sites"]])
+        for c in met if len(c["sites"]) > 1 and c["at"] > learned]
+    updated_before: dict[int, float] = {}  # a site's first update call: its syncs before it are the first step's
+    for call in calls:
+        if call["name"] != "sync_sites":
+            for site in call["sites"]:
+                updated_before.setdefault(site, call["at"])
+    steps: Counter[tuple[int, str]] = Counter()
+    for call in met:
+        for site in call["sites"]:
+            step = (call["type"] if call["name"] != "sync_sites" else
+                    "sync after" if updated_before.get(site, float("inf")) < call["at"] else "sync before")
+            steps[site, step] += 1
+    assert {key: count for key, count in steps.items() if count > 1} == {}
+    attempted = [item for item in summary.items if item.rule is None]
+    assert {item.outcome for item in attempted} <= {Outcome.updated, Outcome.unknown}

@@ -13,6 +13,7 @@ from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary
 from fleet.state.holds import HoldStore
 from flows.update import update_fleet
+from tests.pipeline.conftest import read_run
 from tests.pipeline.test_broken_night import shared_plugin
 
 
@@ -54,3 +55,32 @@ async def test_a_version_mainwp_remembers_as_rolled_back_is_sent_nowhere_and_cou
     assert truth[str(other["id"])]["plugins"][slug]["version"] != version  # never sent
     [hold] = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
     assert (hold.slug, hold.version) == (slug, version) and hold.reason.startswith("failed on 1 sites")
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_later_nights_read_the_rollback_memory_only_where_an_update_failed(dashboard, monkeypatch):
+    """The first night reads every site offered a plugin or theme; the next reads only the site where WordPress
+    rolled an update back (and the version it rolled back is still held there), none of the others."""
+    emulator = dashboard(sites=12, seed=4)
+    slug, version, offering = shared_plugin(emulator.truth())
+    rolled = offering[0]
+    emulator.post("faults/items", {"site_id": rolled["id"], "type": "plugin", "slug": slug, "mode": "rollback"})
+    read: list[int] = []
+    original = DashboardClient.rolled_back_updates
+
+    async def recorded(self, id_or_domain):
+        read.append(int(id_or_domain))
+        return await original(self, id_or_domain)
+
+    monkeypatch.setattr(DashboardClient, "rolled_back_updates", recorded)
+    first, plan = read_run(await update_fleet(selection=Selection()))
+    offered = {item.site_id for item in plan.items if item.type in (UpdateType.plugin, UpdateType.theme)
+               and item.decision.value != "ignored"}
+    assert sorted(read) == sorted(offered) and rolled["id"] in offered
+    [failed] = [item for item in first.items if item.site_id == rolled["id"] and item.slug == slug]
+    assert failed.outcome is Outcome.failed
+    read.clear()
+    second, _ = read_run(await update_fleet(selection=Selection()))
+    assert read == [rolled["id"]]
+    [again] = [item for item in second.items if item.site_id == rolled["id"] and item.slug == slug]
+    assert again.outcome is Outcome.held and again.rule == "rolled_back"

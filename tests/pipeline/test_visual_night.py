@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
 from prefect.flow_runs import aresume_flow_run
+from prefect.settings import PREFECT_API_URL, PREFECT_LOCAL_STORAGE_PATH
 
 from emulator.site_theme import moving_content
 from fleet.model.summary import Band, ContainmentStatus, Outcome, Selection, UpdateType
-from fleet.visual.capture import CHROMIUM, chromium_path
+from fleet.visual.capture import CHROMIUM, PageCapture, chromium_path
 from flows.nightly import nightly_maintenance
 from reporting.run_report import render_reports
 from tests.pipeline.conftest import Dashboard, installed, read_run
@@ -142,3 +148,100 @@ async def test_a_change_for_review_sends_its_version_to_the_approval_gate(dashbo
     assert approved.outcome is Outcome.updated and approved.approved_by == "Ada"
     truth = emulator.truth()
     assert installed(truth, later.id, UpdateType.plugin, slug) == installed(truth, first.id, UpdateType.plugin, slug)
+
+
+async def test_the_second_night_starts_from_the_first_nights_shots_and_still_finds_a_break(
+        dashboard, tmp_path: Path, monkeypatch) -> None:
+    """Two nights, one emulator, one state home: a site left healthy with nothing applied since is not shot before
+    its first update on the second night (its baseline is the first night's last shot, its mask the one learned),
+    and the second night still tells a break from what moves by itself."""
+    emulator = dashboard(sites=30, seed=24)
+    carousel = sites_with_plugin_updates(emulator, "carousel")[:1]
+    calm = [s for s in sites_with_plugin_updates(emulator, "") if len(offered_plugins(s)) >= 1][:2]
+    chosen = carousel + calm
+    assert len(chosen) == 3
+    ids = [str(site.id) for site in chosen]
+    policy = write_policy(tmp_path)
+    shots: list[tuple[str, str]] = []  # (label, site key) of every shot taken
+    original = PageCapture.shoot_each
+
+    async def counted(self, wanted, label):
+        shots.extend((label, site) for site, _, _ in wanted)
+        return await original(self, wanted, label)
+
+    monkeypatch.setattr(PageCapture, "shoot_each", counted)
+    first_run = await night(ids, policy)
+    first, _ = read_run(first_run)
+    assert all(look.band is Band.healthy for look in first.looks) and len(first.looks) == 3
+    first_baselines = [label for label, _ in shots if label.startswith("before")]
+    assert len(first_baselines) == 2 * 3 * 2, "two shots of two pages of three sites on the first night"
+
+    broken = calm[0]  # the second night: new releases everywhere, one of them takes the stylesheet away
+    for site in chosen:
+        slug = next(iter(site.plugins))
+        emulator.post("offers", {"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.0"})
+    bad_slug = next(iter(broken.plugins))
+    emulator.post("faults/visual", {"site_id": broken.id, "type": "plugin", "slug": bad_slug, "mode": "css"})
+    shots.clear()
+    second_run = await night(ids, policy)
+    second, _ = read_run(second_run)
+    assert [label for label, _ in shots if label.startswith("before")] == [], "every baseline came from night one"
+    assert [alarm.site_id for alarm in second.broken] == [broken.id]
+    assert second.broken[0].containment.culprit.slug == bad_slug
+    bands = {look.site_id: look.band for look in second.looks}
+    assert bands == {broken.id: Band.broken, **{site.id: Band.healthy for site in chosen if site is not broken}}
+    # the carried baseline is the first night's last shot of the page, byte for byte (the shot a report keeps is the
+    # first step's: the last one for a site with one step that changes its look)
+    one_step = [site for site in chosen if len({item.type for item in first.items if item.site_id == site.id
+                                                and item.outcome is Outcome.updated} - {UpdateType.translation}) == 1]
+    assert one_step
+    for site in one_step:
+        before = next(look for look in first.looks if look.site_id == site.id).pages[0]
+        after = next(look for look in second.looks if look.site_id == site.id).pages[0]
+        assert (before.page, before.viewport) == (after.page, after.viewport)
+        assert ((Path(second_run).parent / after.before).read_bytes()
+                == (Path(first_run).parent / before.after).read_bytes())
+
+
+@pytest.mark.usefixtures("prefect_harness")  # a server the worker subscribes to, as a deployed night has
+async def test_a_separate_task_worker_process_takes_the_screenshots(dashboard, tmp_path: Path, monkeypatch) -> None:
+    """With FLEET_VISUAL_TASK_WORKERS the night shoots nothing itself: `fleet screenshots serve`, another process,
+    serves its batches of shots as Prefect background task runs, the images come back through result storage,
+    and the night judges them as its own: the break found and contained, the healthy sites healthy."""
+    emulator = dashboard(sites=30, seed=22)
+    site = sites_with_plugin_updates(emulator, "")[0]
+    slug = offered_plugins(site)[0]
+    emulator.post("faults/visual", {"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
+    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:2]
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    env |= {"PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "worker-home"),
+            "PREFECT_LOCAL_STORAGE_PATH": str(PREFECT_LOCAL_STORAGE_PATH.value()),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen([str(Path(sys.executable).parent / "fleet"), "screenshots", "serve", "--runs", "2"],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    launched: list[object] = []
+    original = PageCapture.__aenter__
+
+    async def counted(self):
+        launched.append(self)
+        return await original(self)
+
+    monkeypatch.setattr(PageCapture, "__aenter__", counted)
+    monkeypatch.setenv("FLEET_VISUAL_TASK_WORKERS", "true")
+    monkeypatch.setenv("FLEET_VISUAL_WORKER_TIMEOUT_SECONDS", "300")
+    try:
+        summary, _ = read_run(await night([str(site.id)] + [str(s.id) for s in others], write_policy(tmp_path)))
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+        log.close()
+    assert launched == [], "the night's own process started no Chromium"
+    async with get_client() as client:
+        runs = await client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shoot-pages")))
+    assert runs and all(run.state is not None and run.state.is_completed() for run in runs), (
+        (tmp_path / "worker.log").read_text()[-3000:])
+    [alarm] = summary.broken
+    assert alarm.site_id == site.id and alarm.containment.culprit.slug == slug
+    bands = {look.site_id: look.band for look in summary.looks}
+    assert bands == {site.id: Band.broken, **{other.id: Band.healthy for other in others}}

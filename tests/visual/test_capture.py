@@ -4,7 +4,6 @@ requests, a release's notice bar lands in review; and the pages a site is checke
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,8 +58,9 @@ async def break_visually(server: EmulatorServer, site: Site, mode: str | None) -
 
 
 async def baselines(capture: PageCapture, site: Site, pages: list[PageTarget], viewports: list[Viewport]):
+    """Two views of the pages, one after the other: the server turns its banner on each view, and the page's clock
+    stands still, so the pair differs where the page moves by itself, however long the machine took."""
     first = await capture.shoot(site.domain, pages, viewports, "before")
-    await asyncio.sleep(1)
     return first, await capture.shoot(site.domain, pages, viewports, "before-2")
 
 
