@@ -42,6 +42,7 @@ from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Policy, check_recipients
+from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.job_journal import JobJournal
 from flows.approval import ask_for_approval
@@ -209,8 +210,7 @@ async def run_cohorts(
     for position, cohort in enumerate([] if request.dry_run else plan.cohorts):
         result = await run_cohort(client, plan, cohort, settings, request.run_checks, night)
         verdict = night.judge(plan, position, result)
-        get_run_logger().info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
-                              verdict.status)
+        get_run_logger().info("%s", cohort_line(verdict))
         if verdict.status == "stopped":
             break
 
@@ -272,8 +272,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment)
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-                logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
-                            night.planned(plan, request))
+                logger.info("%s", night.planned(plan, request))
                 await run_cohorts(client, plan, settings, request, night)
             approval = await approval_gate(client, plan, policy, settings, request, night)
             window_days.record(night.run_id)

@@ -11,6 +11,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from fleet.model.summary import Selection, Summary, UpdateType
+from fleet.model.vocabulary import run_line
 
 T = TypeVar("T")
 
@@ -56,9 +57,8 @@ def check_policy(policy: Path | None) -> None:
 
 
 def print_summary(path: str) -> None:
-    summary = Summary.read(Path(path))
-    counts = ", ".join(f"{count} {outcome.value}" for outcome, count in summary.counts.by_outcome.items())
-    typer.echo(f"{'dry run' if summary.dry_run else 'run'} {summary.run_id}: {len(summary.items)} item(s): {counts}")
+    """The run's closing line (the same words as its reports) and where its summary went."""
+    typer.echo(run_line(Summary.read(Path(path))))
     typer.echo(f"summary: {path}")
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import datetime
 
 from fleet.model.summary import (
+    DRY_RUN_RULE,
     ApprovalRecord,
     Cohort,
     Containment,
@@ -13,6 +14,7 @@ from fleet.model.summary import (
     HealthCheck,
     Item,
     Job,
+    LastSync,
     NightHold,
     Outcome,
     ReportClient,
@@ -24,7 +26,7 @@ from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.rules.breakage import judge_sites
 from fleet.rules.plan import Plan
 from fleet.rules.policy import Policy
-from fleet.rules.reconcile import DRY_RUN_RULE, not_attempted
+from fleet.rules.reconcile import not_attempted
 from fleet.state.job_journal import OpenRun
 
 
@@ -85,6 +87,7 @@ def build_summary(
         finished_at=finished_at,
         dry_run=plan.dry_run,
         planned_for=plan.planned_for,
+        last_sync=LastSync.of([site.last_sync for site in plan.sites]) if plan.dry_run else None,
         dashboard=dashboard,
         approval=approval,
         selection=plan.selection,
