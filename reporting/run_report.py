@@ -18,19 +18,20 @@ from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
     RunStamp,
+    against_dry_run,
     build_report,
     clean,
     client_rows,
     items_frame,
     trend_frame,
 )
-from reporting.history import RunHead, earlier_runs, read_earlier, read_head
+from reporting.history import RunHead, dry_run_before, earlier_runs, read_earlier, read_head
 from reporting.json_stream import ObjectStream
 from reporting.looks import artifact_rows, client_looks, draw, lean, operator_looks
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
-from reporting.rows import ReportSummary, SiteRow, read_summary
+from reporting.rows import ReportSummary, SiteRow, read_dry_run, read_summary
 from reporting.settings import MailSettings
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,9 @@ class RunWindow:
 
     def __init__(self, run_dir: Path, trend_runs: int) -> None:
         self.run_dir = run_dir
-        self.history = _earlier(run_dir, read_head(run_dir), trend_runs)  # before this run: one summary at a time
+        head = read_head(run_dir)
+        self.history = _earlier(run_dir, head, trend_runs)  # before this run: one summary at a time
+        self.dry_run = dry_run_before(run_dir, head)  # the rehearsal of this night, if there was one
         self.summary = read_summary(run_dir, lean)
         self.audiences: list[tuple[str | None, list[str]]] = [(None, []), *client_recipients(self.summary).items()]
         self.history.append((self.summary, items_frame(self.summary.items)))
@@ -200,6 +203,8 @@ class RunWindow:
             data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken])
             for alarm in data.broken:
                 alarm.look = data.looks.site(alarm.site_id)
+            if self.dry_run is not None:
+                data.against_dry_run = against_dry_run(read_dry_run(self.dry_run), self.history[-1][1])
             return data
         window = [
             (run, frame.take(rows.get(client, NO_ROWS)))
@@ -214,12 +219,12 @@ def _charts(data: ReportData) -> list[Chart]:
     if not data.trends:  # the first night: no trend yet, so this night's outcomes by type
         if not any(row.total for row in data.by_type):
             return []
-        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type))]
-    drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends))]
+        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type,
+                                                                                             data.voice))]
+    drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends, data.voice))]
     if data.plugin_trend:
-        drawn.append(
-            Chart("plugin-failure-rate", "Failure rate per plugin", charts.failure_rate_per_plugin(data.plugin_trend))
-        )
+        drawn.append(Chart("plugin-failure-rate", "Failure rate per plugin over the whole fleet, these nights",
+                           charts.failure_rate_per_plugin(data.plugin_trend)))
     return drawn
 
 

@@ -21,6 +21,7 @@ from fleet.model.vocabulary import (
     run_line,
     said_counts,
 )
+from reporting.model import TERM_COLORS
 
 START = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
 
@@ -30,6 +31,7 @@ def test_every_outcome_has_a_word_in_every_voice_and_no_word_holds_the_list_sepa
         assert [voice.term(outcome) for outcome in Outcome]  # a new outcome without words fails here
         assert sorted(voice.order, key=list(Outcome).index) == list(Outcome)
         for term in voice.ordered():
+            assert term.key in TERM_COLORS, term  # its badge and its bar in the charts
             assert LIST_SEPARATOR.strip() not in term.word and term.word == term.word.lower()
             assert term.title[0].isupper() and term.title[1:] == term.word[1:]
     words = [operator_voice().term(outcome).word for outcome in Outcome]
