@@ -13,6 +13,7 @@ from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
+from reporting.settings import MailSettings
 from tasks.alert import alert_operator
 
 
@@ -43,14 +44,14 @@ async def nightly_maintenance(
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=not dry_run, at=at)
+    # checked with the other settings, before the night: a report sent over SMTP needs FLEET_MAIL_FROM
+    mail = MailSettings.for_block(email_block) if send_report else None
     run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
-    from flows.report import mail_settings
     from tasks.report import report_run
 
     # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
-    result = await report_run(run_dir, send=send_report,
-                              settings=mail_settings(email_block) if send_report else None)
+    result = await report_run(run_dir, send=send_report, settings=mail)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

@@ -5,16 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
-from prefect_email import EmailServerCredentials
 
 from flows.parameters import SavedEmailServer
 from reporting.run_report import ReportResult
 from reporting.settings import MailSettings
 from tasks.report import report_run
-
-
-def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
-    return MailSettings.from_credentials(email_block) if email_block is not None else MailSettings()
 
 
 @flow(name="report", log_prints=False)
@@ -32,4 +27,4 @@ async def report(
         send: E-mail the reports (or write .eml files without SMTP settings).
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
-    return await report_run(Path(run_dir), send=send, settings=mail_settings(email_block) if send else None)
+    return await report_run(Path(run_dir), send=send, settings=MailSettings.for_block(email_block) if send else None)

@@ -96,12 +96,13 @@ def deliver_estate(estate: Estate, directory: Path, settings: MailSettings) -> l
     """Send the combined report to the operator addresses (or write `estate.eml` without SMTP settings)."""
     view = estate_view(estate, directory)
     message = build_message(
-        sender=settings.mail_from,
+        sender=settings.sender,
         recipients=settings.report_to,
         subject=view.subject,
         text=(directory / f"{ESTATE_STEM}.txt").read_text(encoding="utf-8"),
         html=(directory / f"{ESTATE_STEM}.html").read_text(encoding="utf-8"),
         images={},
+        reply_to=settings.reply_to,
     )
     outgoing = Outgoing("operator", settings.report_to, message, ESTATE_STEM)
     if not settings.configured:

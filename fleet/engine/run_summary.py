@@ -105,14 +105,17 @@ def build_summary(
 
 
 def clients_with_recipients(clients: list[ReportClient], policy: Policy, site_clients: set[str]) -> list[ReportClient]:
-    """The clients that own selected sites, with the policy's recipients replacing the client's e-mail."""
+    """The clients that own selected sites, with the policy's recipients replacing the client's e-mail, and
+    where their replies go."""
     overrides = {name.lower(): recipients for name, recipients in policy.recipients.items()}
+    replies = {name.lower(): address for name, address in policy.reply_to.items()}
     chosen = []
     for client in clients:
         if client.name not in site_clients:
             continue
         recipients = overrides.get(client.name.lower()) or ([client.email] if client.email else [])
-        chosen.append(client.model_copy(update={"recipients": list(recipients)}))
+        chosen.append(client.model_copy(update={"recipients": list(recipients),
+                                                "reply_to": replies.get(client.name.lower())}))
     return chosen
 
 

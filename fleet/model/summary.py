@@ -271,6 +271,7 @@ class ReportClient(BaseModel):
     held_for_review: str | None = Field(
         None, description="Why the automatic e-mail to this client is held for the operator's review."
     )
+    reply_to: str | None = Field(None, description="Where the client's replies go (the policy's `reply_to`).")
 
 
 class Job(BaseModel):
