@@ -167,8 +167,9 @@ class Headline:
                 return "The site was up to date: there was nothing to update."
             return f"All {self.sites} sites were up to date: there was nothing to update."
         done = self.voice.done
-        said = (f"{done.title} {self.done} of {count(self.items, 'update' if self.client else 'item')} on "
-                f"{count(self.sites_updated, 'site')}")
+        said = f"{done.title} {self.done} of {count(self.items, 'update' if self.client else 'item')}"
+        if self.sites_updated:
+            said += f" on {count(self.sites_updated, 'site')}"
         if self.not_updated:
             said += (f"; {self.voice.not_done.said(self.not_updated)} (see why below): "
                      f"{self.voice.listed(self.by_outcome, leave_out=[done])}")

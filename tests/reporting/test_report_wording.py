@@ -80,6 +80,8 @@ def test_one_and_many_are_written_right() -> None:
     many = headline(sites=9, sites_updated=2, items=5, updated=2, held=3, checked=3, healthy=2)
     assert many.health == "1 of 3 checked sites needs attention."
     assert many.sentence == "Updated 2 of 5 items on 2 sites; not updated 3 (see why below): held 3."
+    none = headline(sites=2, sites_updated=0, items=3, held=3, checked=0, healthy=0)
+    assert none.sentence == "Updated 0 of 3 items; not updated 3 (see why below): held 3."
 
 
 def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendered: RenderedRun) -> None:
