@@ -17,7 +17,7 @@ from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
 from flows.parameters import SavedEmailServer
 from flows.update import run_identity
-from reporting.settings import mail_settings
+from reporting.settings import MailSettings
 from tasks.dashboards import (
     dashboard_night_task,
     ensure_dashboard_limits_task,
@@ -76,6 +76,8 @@ async def maintain_dashboards(
     started = datetime.now(UTC)
     run_id = run_identity(started)
     settings = pipeline_settings(report_dir)
+    send = send_report and not dry_run
+    mail = MailSettings.for_block(email_block) if send else None  # said now, before the nights, if it is unusable
     root = settings.report_dir.resolve()
     blocks = list(dict.fromkeys(dashboards or await saved_dashboards_task()))
     if not blocks:
@@ -94,8 +96,7 @@ async def maintain_dashboards(
 
     nights = await asyncio.gather(*(night(block) for block in blocks))
     estate = Estate(run_id=run_id, started_at=started, dry_run=dry_run, nights=list(nights))
-    send = send_report and not dry_run
-    await report_estate_task(estate, root / ESTATE_DIR / run_id, mail_settings(email_block) if send else None)
+    await report_estate_task(estate, root / ESTATE_DIR / run_id, mail)
     if estate.problems:
         done = len(blocks) - len(estate.problems)
         return Failed(message=f"{done} of {len(blocks)} dashboards completed; " + "; ".join(estate.problems),

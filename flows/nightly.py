@@ -17,7 +17,7 @@ from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.incidents import SitesStillDown, still_down_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
-from reporting.settings import mail_settings
+from reporting.settings import MailSettings
 from tasks.alert import alert_operator
 from tasks.preflight import check_settings
 
@@ -52,15 +52,15 @@ async def nightly_maintenance(
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=not dry_run, at=at)
     # every setting, the mail's included, before the first write: a night must not apply updates it cannot report
-    check_settings(request, dashboard_from_environment=dashboard is None,
-                   mail=(lambda: mail_settings(email_block)) if send_report else None)
+    # (a report sent over SMTP needs FLEET_MAIL_FROM)
+    mail = check_settings(request, dashboard_from_environment=dashboard is None,
+                          mail=(lambda: MailSettings.for_block(email_block)) if send_report else None).mail
     run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from tasks.report import report_run
 
     # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
-    result = await report_run(run_dir, send=send_report,
-                              settings=mail_settings(email_block) if send_report else None)
+    result = await report_run(run_dir, send=send_report, settings=mail)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     if result.still_down:  # never a green night while a site an earlier night broke is down

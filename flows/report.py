@@ -8,7 +8,7 @@ from prefect import flow
 
 from flows.parameters import SavedEmailServer
 from reporting.run_report import ReportResult
-from reporting.settings import mail_settings
+from reporting.settings import MailSettings
 from tasks.report import report_run
 
 
@@ -27,4 +27,4 @@ async def report(
         send: E-mail the reports (or write .eml files without SMTP settings).
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
-    return await report_run(Path(run_dir), send=send, settings=mail_settings(email_block) if send else None)
+    return await report_run(Path(run_dir), send=send, settings=MailSettings.for_block(email_block) if send else None)

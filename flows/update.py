@@ -44,6 +44,7 @@ from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import ContainMode, Policy, check_recipients
+from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.continuity import check_state_home
 from fleet.state.incidents import IncidentStore
@@ -246,8 +247,7 @@ async def run_cohorts(
     for position, cohort in enumerate([] if request.dry_run else plan.cohorts):
         result = await run_cohort(client, plan, cohort, settings, request.run_checks, night)
         verdict = night.judge(plan, position, result)
-        get_run_logger().info("cohort %r: %d site(s), %d failed, %s", cohort.name, verdict.sites, verdict.failures,
-                              verdict.status)
+        get_run_logger().info("%s", cohort_line(verdict))
         if verdict.status == "stopped":
             break
 
@@ -319,8 +319,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                 if night.visual is not None:
                     night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
                                              plan.items)
-                logger.info("plan: %d site(s), %d item(s): %s", len(sites), len(plan.items),
-                            night.planned(plan, request))
+                logger.info("%s", night.planned(plan, request))
                 await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night), settings,
                                   request, night)
             approval = await approval_gate(client, plan, policy, settings, request, night)

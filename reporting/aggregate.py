@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fleet.model.summary import (
+    DRY_RUN_RULE,
     ApprovalRecord,
     ContainmentStatus,
     Incident,
@@ -19,16 +20,25 @@ from fleet.model.summary import (
     Summary,
     UpdateType,
 )
+from fleet.model.vocabulary import (
+    LEFT_OUT,
+    OUTCOME_ORDER,
+    Voice,
+    client_voice,
+    count,
+    last_syncs,
+    operator_voice,
+    planned_from,
+    said_outcome,
+)
 from fleet.rules.policy import Rule
-from fleet.rules.reconcile import DRY_RUN_RULE, NOT_VERIFIED
+from fleet.rules.reconcile import NOT_VERIFIED
 from reporting.history import as_utc
 from reporting.model import (
-    ATTEMPTED,
     CLIENT_NOT_VERIFIED,
-    NOT_DONE_ORDER,
-    OUTCOME_ORDER,
     SITE_STATUS_TITLES,
     TYPE_TITLES,
+    AgainstDryRun,
     Alarm,
     BreakdownRow,
     Checks,
@@ -44,9 +54,8 @@ from reporting.model import (
     TrendRow,
     UpdatedItem,
     UpdatedSite,
-    plural,
 )
-from reporting.rows import ItemRow, PastRun, SiteRow, TrendItem
+from reporting.rows import DryRun, ItemRow, PastRun, SiteRow, TrendItem
 
 ITEM_COLUMNS = [
     "site_id", "site_name", "site_url", "client", "type", "slug", "name",
@@ -56,6 +65,7 @@ TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
 MAX_ALARMS = 20  # broken sites shown in full at the top; the headline counts them all
 RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
+ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown})
 _SPACE = re.compile(r"\s+")
 
 
@@ -72,9 +82,11 @@ def clean(value: object, limit: int = 300) -> str:
 
 
 def items_frame(items: list[ItemRow]) -> pd.DataFrame:
-    """One row per item, outcome and type as categoricals so that every table shows all of them."""
-    frame = pd.DataFrame({column: [getattr(item, column) for item in items] for column in ITEM_COLUMNS},
-                         columns=ITEM_COLUMNS)  # fmt: skip
+    """One row per item, outcome and type as categoricals so that every table shows all of them. The outcome is
+    the one the words count (`said_outcome`: a dry run's items it would apply are `updated`, "would update")."""
+    values = {column: [getattr(item, column) for item in items] for column in ITEM_COLUMNS}
+    values["outcome"] = [said_outcome(item.outcome, item.rule) for item in items]
+    frame = pd.DataFrame(values, columns=ITEM_COLUMNS)
     frame["outcome"] = pd.Categorical(frame["outcome"], categories=list(Outcome))
     frame["type"] = pd.Categorical(frame["type"], categories=list(UpdateType))
     frame["client"] = frame["client"].fillna(NO_CLIENT)
@@ -85,8 +97,9 @@ def items_frame(items: list[ItemRow]) -> pd.DataFrame:
 
 def trend_frame(items: list[TrendItem]) -> pd.DataFrame:
     """An earlier run's items, only what the trends count, every column categorical (a few bytes a row)."""
-    frame = pd.DataFrame({column: [getattr(item, column) for item in items] for column in TREND_COLUMNS},
-                         columns=TREND_COLUMNS)  # fmt: skip
+    values = {column: [getattr(item, column) for item in items] for column in TREND_COLUMNS}
+    values["outcome"] = [said_outcome(item.outcome, item.rule) for item in items]
+    frame = pd.DataFrame(values, columns=TREND_COLUMNS)
     frame["client"] = frame["client"].fillna(NO_CLIENT)
     return frame.astype({"type": pd.CategoricalDtype(list(UpdateType)), "outcome": pd.CategoricalDtype(list(Outcome)),
                          "client": "category", "slug": "category", "name": "category"})  # fmt: skip
@@ -210,6 +223,7 @@ def held_in_plain_words(hold: NightHold) -> str:
     return f"it caused a problem on another website on {when}"
 
 
+NEXT_RELEASE = "we will install the next release once it is out."
 SKIPPED_NEXT_STEP = {
     "offline": "The site could not be reached: its updates are tried again next night.",
     "disconnected": "The site could not be reached: its updates are tried again next night.",
@@ -217,6 +231,32 @@ SKIPPED_NEXT_STEP = {
     "child_too_old": "The site's maintenance plugin (MainWP Child) is too old to take updates: they wait until "
                      "it is updated.",
 }
+HELD_NEXT_STEP = {  # by the rule that held it (a policy hold and a night's hold have their own words)
+    Rule.rolled_back: f"It failed to install on this website before and was undone: {NEXT_RELEASE}",
+    Rule.rolled_back_elsewhere: f"It failed to install on another website we maintain: {NEXT_RELEASE}",
+    "broken_tonight": "It caused a problem on another website tonight: it waits until we have looked into it.",
+    Rule.approval: "It waits for our go-ahead: it is installed once we have approved it.",
+}
+
+
+def deferral_in_plain_words(cause: str) -> str:
+    """Why a site was left alone (`fleet.rules.windows`: a window, a blackout, a day already maintained), in a
+    client's words."""
+    if cause.startswith("blackout: "):
+        return f"No maintenance by agreement ({clean(cause.removeprefix('blackout: '), 120)})"
+    if cause.startswith("outside its maintenance window"):
+        return "Outside the agreed maintenance times"
+    if cause.startswith("already maintained"):
+        return "Already maintained today"
+    return "The agreed maintenance time ended before it was reached"
+
+
+def deferred_in_plain_words(reason: str | None) -> str:
+    """A deferred item for a client: why, and when it is next due (the reason carries the next opening in the
+    client's own time)."""
+    cause, _, opens = (reason or "").partition("; next window opens ")
+    return (f"{deferral_in_plain_words(cause)}: done when the maintenance times next come round"
+            + (f" ({clean(opens, 60)})." if opens else "."))
 
 
 def next_step(row: object, held: dict[tuple[str, str, str], str], statuses: dict[int, str]) -> str:
@@ -225,34 +265,36 @@ def next_step(row: object, held: dict[tuple[str, str, str], str], statuses: dict
     hold = held.get((str(row.type), row.slug, row.to_version or ""))
     if row.outcome == Outcome.skipped:
         return SKIPPED_NEXT_STEP.get(statuses.get(row.site_id, ""), SKIPPED_NEXT_STEP["disconnected"])
+    if row.outcome == Outcome.deferred:
+        return deferred_in_plain_words(row.reason)
+    if row.outcome == Outcome.delayed:
+        return "A new release: we install it once it has been out a few days."
     if row.outcome == Outcome.held:
-        if row.rule != Rule.night_hold:
-            return _why(row, with_rule=False)  # the policy's hold: the operator's own words
-        return (f"Held back on every site we maintain: {hold or 'it caused a problem on another website'}. "
-                "We will install the next release once it is out.")
-    if row.outcome not in CLIENT_NEXT_STEP:
-        return _why(row, with_rule=False)
+        if row.rule == Rule.night_hold:
+            return (f"Held back on every site we maintain: {hold or 'it caused a problem on another website'}. "
+                    f"We will install the next release once it is out.")
+        if row.rule in HELD_NEXT_STEP:
+            return HELD_NEXT_STEP[row.rule]
+        reason = clean(row.reason, 300).removeprefix("held: ")  # the policy's hold: the operator's own words
+        then = "it is installed when the hold ends" if row.until else "it is installed once we lift the hold"
+        return f"Held back on purpose{': ' + reason if reason else ''}; {then}."
     if hold is not None:
-        return (f"Not installed. This version is held back on every site we maintain ({hold}); "
-                "we will install the next release once it is out.")
+        return f"Not installed. This version is held back on every site we maintain ({hold}); {NEXT_RELEASE}"
     if row.outcome == Outcome.unknown:
         return "We could not confirm that it was installed: it is checked, and tried again if needed, next night."
     return "Not installed: it will be tried again next night."
 
 
-CLIENT_NEXT_STEP = (Outcome.failed, Outcome.unknown, Outcome.unchanged)
-LEFT_OUT = (Outcome.ignored, Outcome.excluded)  # the operator's business: a client reads one sentence of them
-
-
-def not_done(frame: pd.DataFrame, limit: int, *, client: bool = False,
+def not_done(frame: pd.DataFrame, limit: int, voice: Voice, *, client: bool = False,
              held: dict[tuple[str, str, str], str] | None = None,
              statuses: dict[int, str] | None = None) -> list[NotDoneGroup]:
-    """Every item not updated, by outcome, with why: the same item with the same reason on several sites is one
-    row that names them. A client reads what happens next instead of the dashboard's error (see `next_step`)."""
+    """Every item not updated, by its word (attention first), with why: the same item with the same reason on
+    several sites is one row that names them. A client reads what happens next instead of the dashboard's error
+    (see `next_step`), and its ignored and excluded items as one sentence (`left_out_sentence`)."""
     groups = []
-    for outcome in NOT_DONE_ORDER:
-        rows = frame[frame["outcome"] == outcome]
-        if rows.empty or (client and outcome in LEFT_OUT):
+    for term in voice.ordered():
+        rows = frame[frame["outcome"].isin(voice.outcomes(term))]
+        if rows.empty or term == voice.done or (client and term == LEFT_OUT):
             continue
         grouped: dict[tuple, NotDoneRow] = {}
         for row in rows.sort_values(["type", "name", "site_name", "site_id"]).itertuples():
@@ -263,23 +305,31 @@ def not_done(frame: pd.DataFrame, limit: int, *, client: bool = False,
                                           _version(row.to_version), why, row.until)
             grouped[key].sites.append(clean(row.site_name, 120))
         shown = sorted(grouped.values(), key=lambda r: (-len(r.sites), r.name.casefold(), r.why))
-        groups.append(NotDoneGroup(outcome, len(rows), shown[:limit], rows=len(shown)))
+        groups.append(NotDoneGroup(term, len(rows), shown[:limit], rows=len(shown)))
     return groups
 
 
 def left_out_sentence(frame: pd.DataFrame) -> str:
-    """Ignored and excluded items for a client: counts in one sentence (empty when there are none)."""
-    rows = frame[frame["outcome"].isin(LEFT_OUT)]
+    """Ignored and excluded items for a client: counts in one sentence, in its word (empty when there are none)."""
+    rows = frame[frame["outcome"].isin(client_voice().outcomes(LEFT_OUT))]
     if rows.empty:
         return ""
-    sites = rows["site_id"].nunique()
-    return (f"{plural(len(rows), 'update')} on {plural(sites, 'site')} {'was' if len(rows) == 1 else 'were'} left "
-            "out on purpose (kept back by agreement or by our maintenance policy).")
+    return (f"{LEFT_OUT.title} {len(rows)} (on {count(rows['site_id'].nunique(), 'site')}): kept back by agreement "
+            "or by our maintenance policy.")
 
 
-def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None = None) -> Checks:
+CLIENT_CHECK_WORDS = {  # what a client reads of a site that needs attention: never the check's own error
+    "unhealthy": "It did not answer as it should after the updates: we have been alerted and are looking into it.",
+    "incident": "Its uptime monitor has an open incident: we are looking into it.",
+    "unverified": "We could not confirm after the updates that it answers as it should: we are looking into it.",
+}
+
+
+def site_checks(sites: list[SiteRow], limit: int, *, client: bool = False,
+                states: dict[int, str] | None = None) -> Checks:
     """The health checks; a site's state word is what it is after the night (`states`: the broken sites' own, such
-    as "down, unreachable by the dashboard"), never "online" for a site that fails its check."""
+    as "down, unreachable by the dashboard"), never "online" for a site that fails its check. A client reads what
+    happens next instead of the check's error."""
     checked = [site for site in sites if site.check is not None]
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
@@ -289,7 +339,13 @@ def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None 
         if not trouble:
             continue
         issue = ""
-        if check is not None:
+        if client:
+            if site.status != "online":
+                issue = SKIPPED_NEXT_STEP.get(site.status, SKIPPED_NEXT_STEP["disconnected"])
+            else:
+                issue = CLIENT_CHECK_WORDS["unhealthy" if not check.healthy else
+                                           "unverified" if check.unverified else "incident"]
+        elif check is not None:
             issue = (check.error or check.probe_error or ("site reported offline" if check.online is False else "")
                      or check.unverified or "")
         state = SITE_STATUS_TITLES.get(site.status, clean(site.status.replace("_", " "), 40))
@@ -301,7 +357,7 @@ def site_checks(sites: list[SiteRow], limit: int, states: dict[int, str] | None 
             SiteProblem(
                 clean(site.site_name, 120),
                 clean(site.site_url, 200),
-                state,
+                "" if client else state,
                 check.http_code if check else None,
                 check.response_ms if check else None,
                 clean(issue, 300),
@@ -322,7 +378,8 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
     which of its suspects the stored `holds` hold."""
     held = {(hold.type, hold.slug, hold.version) for hold in holds}
     return [
-        Alarm(clean(alarm.site_name, 120), clean(alarm.site_url, 200), clean(alarm.saw, 300),
+        Alarm(clean(alarm.site_name, 120), clean(alarm.site_url, 200),
+              clean(alarm.saw, 300) if client is None else "",  # what a check saw is the operator's
               clean(alarm.dashboard_page, 300) if client is None and alarm.dashboard_page else None,
               [UpdatedItem(s.type, clean(s.name or s.slug, 120), _version(s.from_version), _version(s.to_version),
                            True) for s in alarm.suspects],
@@ -374,15 +431,16 @@ def client_rows(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return {str(name): rows for name, rows in frame.groupby("client", sort=False, observed=True).indices.items()}
 
 
-def deferred_groups(sites: list[SiteRow], max_rows: int) -> list[DeferredGroup]:
-    """Deferred sites grouped by their reason (the window or the blackout), soonest opening first."""
+def deferred_groups(sites: list[SiteRow], max_rows: int, *, client: bool = False) -> list[DeferredGroup]:
+    """Deferred sites grouped by their reason (the window or the blackout), soonest opening first; a client reads
+    the reason in plain words."""
     groups: dict[str, list[SiteRow]] = {}
     for site in sites:
         if site.deferred:
             groups.setdefault(site.deferred, []).append(site)
     found = [
-        DeferredGroup(reason=clean(reason, 300), sites=[clean(site.site_name, 120) for site in members[:max_rows]],
-                      total=len(members),
+        DeferredGroup(reason=deferral_in_plain_words(reason) if client else clean(reason, 300),
+                      sites=[clean(site.site_name, 120) for site in members[:max_rows]], total=len(members),
                       opens_at=min((as_utc(s.opens_at) for s in members if s.opens_at), default=None))
         for reason, members in groups.items()
     ]
@@ -394,22 +452,52 @@ def approval_sentence(approval: ApprovalRecord | None) -> str | None:
     if approval is None:
         return None
     if approval.timed_out:
-        return (f"{approval.items} update(s) waited for approval and nobody answered before the timeout: "
+        return (f"{count(approval.items, 'update')} waited for approval and nobody answered before the timeout: "
                 "they stay held.")
     who = clean(approval.answered_by or "the approver", 120)
-    return (f"{approval.approved} of {approval.items} update(s) that needed approval were approved by {who}; "
-            f"{approval.skipped} were not and stay held.")
+
+    def were(number: int) -> str:
+        return "was" if number == 1 else "were"
+
+    return (f"{approval.approved} of {count(approval.items, 'update')} that needed approval {were(approval.approved)} "
+            f"approved by {who}; {approval.skipped} {were(approval.skipped)} not and stay held.")
 
 
-def revived_sentence(sites: list[SiteRow], max_named: int = 20) -> str | None:
+def revived_sentence(sites: list[SiteRow], max_named: int = 20, *, client: bool = False) -> str | None:
     """The sites the dashboard had given up on as known offline that answered a check tonight and were
-    maintained again (without anyone running `fleet check`)."""
+    maintained again (without anyone running `fleet check`); a client reads it without the dashboard's terms."""
     names = [clean(site.site_name or site.site_url, 120) for site in sites if site.revived]
     if not names:
         return None
     more = f" and {len(names) - max_named} more" if len(names) > max_named else ""
-    return (f"{len(names)} site(s) the dashboard kept as known offline answered a check tonight and were "
+    were = "was" if len(names) == 1 else "were"
+    if client:
+        return (f"{count(len(names), 'site')} that could not be reached on earlier nights answered tonight and "
+                f"{were} maintained again: {', '.join(names[:max_named])}{more}.")
+    return (f"{count(len(names), 'site')} the dashboard kept as known offline answered a check tonight and {were} "
             f"maintained again: {', '.join(names[:max_named])}{more}.")
+
+
+def against_dry_run(dry: DryRun, items: pd.DataFrame) -> AgainstDryRun:
+    """What became tonight of each item the dry run would update, and what tonight updated that it would not
+    have (the operator's words: the night's `items`, a real run's, for the whole fleet)."""
+    voice = operator_voice()
+    would = {(item.site_id, str(item.type), item.slug) for item in dry.items if item.rule == DRY_RUN_RULE}
+    rows = items[["site_id", "type", "slug", "outcome"]].itertuples(index=False)
+    tonight = {(int(site_id), str(type_), slug): Outcome(outcome) for site_id, type_, slug, outcome in rows}
+    found = {key: tonight[key] for key in would if key in tonight}
+    instead: dict[Outcome, list[int]] = {}
+    for (site_id, _, _), outcome in found.items():
+        if outcome is not Outcome.updated:
+            instead.setdefault(outcome, []).append(site_id)
+    return AgainstDryRun(
+        at=as_utc(dry.started_at), planned_from=last_syncs(dry.last_sync), would=len(would),
+        updated=sum(1 for outcome in found.values() if outcome is Outcome.updated),
+        instead=[(voice.term(outcome), len(instead[outcome]), len(set(instead[outcome])))
+                 for outcome in OUTCOME_ORDER if outcome in instead],
+        gone=len(would) - len(found),
+        unplanned=sum(1 for key, outcome in tonight.items() if outcome is Outcome.updated and key not in would),
+    )
 
 
 def build_report(
@@ -420,41 +508,40 @@ def build_report(
     client: str | None = None,
     max_rows: int = 100,
 ) -> ReportData:
-    """The data of one report: the whole fleet (`client=None`) or only the named client's sites.
+    """The data of one report: the whole fleet (`client=None`) or only the named client's sites, in its words
+    (the operator's, a dry run's, or a client's: `fleet.model.vocabulary`).
 
     `window` is the trend window, oldest first and ending with this run, each frame (and `sites`) already scoped
-    to `client`.
+    to `client`; a dry run's items it would apply are already counted as `updated` (`items_frame`).
     Lists are capped so that a large fleet's e-mail stays readable (and under mail clients' clipping size):
     `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
+    A client reads nothing internal: no error, rule, run id, failure rate or other client's site.
     """
     items = window[-1][1]
-    checks = site_checks(sites, max(10, max_rows // 2), {
+    is_client = client is not None
+    voice = client_voice() if is_client else operator_voice(summary.dry_run)
+    checks = site_checks(sites, max(10, max_rows // 2), client=is_client, states={
         alarm.site_id: clean(alarm.containment.headline, 80) for alarm in summary.broken
         if alarm.containment is not None and alarm.containment.status is ContainmentStatus.unreachable})
     problems: list[str] = []
-    if client is None:
+    if not is_client:
         problems = [clean(error, 500) for error in summary.errors]
         problems += [
             f"Cohort {clean(c.name, 80)} {c.status}" + (f": {clean(c.reason)}" if c.reason else "")
             for c in summary.cohorts
             if c.status != "completed"
         ]
-    would = items["rule"] == DRY_RUN_RULE
-    if summary.dry_run and would.any():  # what it would apply is listed like the updates, before the rest
-        updated, updated_more = updated_sites(items[would].assign(outcome=Outcome.updated), max_rows)
-        not_done_rows = items[~would]
-    else:
-        updated, updated_more = updated_sites(items, max_rows, client=client is not None)
-        not_done_rows = items
+    updated, updated_more = updated_sites(items, max_rows, client=is_client)
     broken = alarms(summary.broken, client, summary.holds)
     return ReportData(
-        client=clean(client, 120) if client is not None else None,
+        client=clean(client, 120) if is_client else None,
         run_id=clean(summary.run_id, 60),
         started_at=as_utc(summary.started_at),
         finished_at=as_utc(summary.finished_at),
         dry_run=summary.dry_run,
-        dashboard=clean(summary.dashboard, 200) if client is None and summary.dashboard else None,
+        dashboard=clean(summary.dashboard, 200) if not is_client and summary.dashboard else None,
         headline=Headline(
+            voice=voice,
             sites=len(sites),
             sites_updated=int(items.loc[items["outcome"] == Outcome.updated, "site_id"].nunique()),
             items=len(items),
@@ -464,31 +551,30 @@ def build_report(
             open_incidents=checks.open_incidents,
             broken=len(broken),
             unusable=sum(1 for site in sites if site.status != "online"),
-            would_apply=int(would.sum()) if summary.dry_run else 0,
-            would_sites=int(items.loc[would, "site_id"].nunique()) if summary.dry_run else 0,
-            dry_run=summary.dry_run,
+            client=is_client,
             not_verified=int(not_verified(items).sum()),
         ),
         updated=updated,
         updated_more=updated_more,
-        not_done=not_done(not_done_rows, max(10, max_rows // 4), client=client is not None,
+        not_done=not_done(items, max(10, max_rows // 4), voice, client=is_client,
                           held={(str(hold.type), hold.slug, hold.version): held_in_plain_words(hold)
                                 for hold in summary.holds},
                           statuses={site.site_id: site.status for site in sites}),
-        left_out=left_out_sentence(not_done_rows) if client is not None else "",
-        plugin_failures=plugin_failures(items, 15),
+        left_out=left_out_sentence(items) if is_client else "",
+        plugin_failures=[] if is_client else plugin_failures(items, 15),  # rates over the fleet: the operator's
         checks=checks,
         by_type=by_type(items),
-        by_client=by_client(items, sites) if client is None and len(items) else [],
+        by_client=by_client(items, sites) if not is_client and len(items) else [],
         trends=trend_rows(window) if len(window) > 1 else [],
-        plugin_trend=plugin_trend(window, 10) if len(window) > 1 else [],
+        plugin_trend=plugin_trend(window, 10) if len(window) > 1 and not is_client else [],
         problems=problems,
         broken=broken[:MAX_ALARMS],
         broken_more=max(0, len(broken) - MAX_ALARMS),
         already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
-        night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if client is None else [],
-        incidents=incident_rows(summary.incidents, as_utc(summary.finished_at).date()) if client is None else [],
-        deferred=deferred_groups(sites, max(10, max_rows // 4)),
-        approval=approval_sentence(summary.approval) if client is None else None,
-        revived=revived_sentence(sites),
+        night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if not is_client else [],
+        incidents=incident_rows(summary.incidents, as_utc(summary.finished_at).date()) if not is_client else [],
+        deferred=deferred_groups(sites, max(10, max_rows // 4), client=is_client),
+        approval=approval_sentence(summary.approval) if not is_client else None,
+        revived=revived_sentence(sites, client=is_client),
+        planned_from=planned_from(summary.last_sync) if summary.dry_run else "",
     )

@@ -177,8 +177,9 @@ Notice = Alert | ApprovalNotice | SiteDownNotice | StillDownNotice
 
 def alert_email(alert: Notice, settings: MailSettings) -> Outgoing:
     body = alert.body
-    message = build_message(sender=settings.mail_from, recipients=settings.report_to, subject=alert.subject,
-                            text=body, html=f"<pre>{html.escape(body)}</pre>", images={})
+    message = build_message(sender=settings.sender, recipients=settings.report_to, subject=alert.subject,
+                            text=body, html=f"<pre>{html.escape(body)}</pre>", images={},
+                            reply_to=settings.reply_to)
     return Outgoing("alert", settings.report_to, message, alert.file_stem)
 
 

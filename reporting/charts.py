@@ -10,8 +10,8 @@ from collections.abc import Callable
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from fleet.model.summary import Outcome
-from reporting.model import OUTCOME_COLORS, OUTCOME_ORDER, OUTCOME_TITLES, BreakdownRow, PluginFailure, TrendRow
+from fleet.model.vocabulary import Voice
+from reporting.model import TERM_COLORS, BreakdownRow, PluginFailure, TrendRow
 
 WIDTH_IN, DPI = 6.4, 150  # 960 px wide: sharp on phones when shown at 640 px
 TEXT, GRID = "#3e4c59", "#e4e7eb"
@@ -71,18 +71,17 @@ def _png(figure: Figure) -> bytes:
 
 
 @_freed_at_once
-def outcomes_per_night(trends: list[TrendRow]) -> bytes:
-    """Stacked bars: what became of every pending update, night by night."""
+def outcomes_per_night(trends: list[TrendRow], voice: Voice) -> bytes:
+    """Stacked bars: what became of every pending update, night by night, in the report's words."""
     figure, axes = _figure(2.9, left=0.45, bottom=0.85)
     axes.grid(axis="y", color=GRID, linewidth=0.8)
     positions = range(len(trends))
     bottoms = [0] * len(trends)
-    for outcome in OUTCOME_ORDER:
-        values = [row.by_outcome[outcome] for row in trends]
+    for term in voice.ordered():
+        values = [voice.total(row.by_outcome, term) for row in trends]
         if not any(values):
             continue
-        axes.bar(positions, values, bottom=bottoms, width=0.62, color=OUTCOME_COLORS[outcome],
-                 label=OUTCOME_TITLES[outcome])
+        axes.bar(positions, values, bottom=bottoms, width=0.62, color=TERM_COLORS[term.key], label=term.title)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
     axes.set_xticks(list(positions), [row.day.strftime("%d %b") for row in trends])
     axes.yaxis.get_major_locator().set_params(integer=True)
@@ -102,7 +101,7 @@ def failure_rate_per_plugin(failures: list[PluginFailure]) -> bytes:
     figure, axes = _figure(0.55 + 0.38 * len(failures), left=min(label_width, 3.0), bottom=0.4, right=0.95)
     axes.grid(axis="x", color=GRID, linewidth=0.8)
     rates = [100 * f.rate for f in ordered]
-    axes.barh(range(len(ordered)), rates, height=0.6, color=OUTCOME_COLORS[Outcome.failed])
+    axes.barh(range(len(ordered)), rates, height=0.6, color=TERM_COLORS["failed"])
     axes.set_yticks(range(len(ordered)), labels)
     axes.set_xlim(0, min(100, max(rates) * 1.3 + 5))
     axes.xaxis.set_major_formatter(lambda value, _: f"{value:.0f}%")
@@ -113,18 +112,17 @@ def failure_rate_per_plugin(failures: list[PluginFailure]) -> bytes:
 
 
 @_freed_at_once
-def outcomes_by_type(rows: list[BreakdownRow]) -> bytes:
+def outcomes_by_type(rows: list[BreakdownRow], voice: Voice) -> bytes:
     """Stacked horizontal bars: this night's outcomes per update type (the first night has no trend yet)."""
     shown = [row for row in reversed(rows) if row.total]
     figure, axes = _figure(0.95 + 0.42 * len(shown), left=1.35, bottom=0.75, right=0.3)
     axes.grid(axis="x", color=GRID, linewidth=0.8)
     lefts = [0] * len(shown)
-    for outcome in OUTCOME_ORDER:
-        values = [row.by_outcome[outcome] for row in shown]
+    for term in voice.ordered():
+        values = [voice.total(row.by_outcome, term) for row in shown]
         if not any(values):
             continue
-        axes.barh(range(len(shown)), values, left=lefts, height=0.6, color=OUTCOME_COLORS[outcome],
-                  label=OUTCOME_TITLES[outcome])
+        axes.barh(range(len(shown)), values, left=lefts, height=0.6, color=TERM_COLORS[term.key], label=term.title)
         lefts = [left + value for left, value in zip(lefts, values, strict=True)]
     axes.set_yticks(range(len(shown)), [row.label for row in shown])
     axes.xaxis.get_major_locator().set_params(integer=True)

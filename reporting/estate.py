@@ -9,8 +9,10 @@ from pathlib import Path
 
 import css_inline
 
-from fleet.engine.estate import DashboardNight, Estate, NightStatus
-from fleet.model.summary import Delivery
+from fleet.engine.estate import DashboardNight, Estate, NightStatus, Tally
+from fleet.model.summary import Delivery, Outcome
+from fleet.model.vocabulary import LIST_SEPARATOR, Voice, operator_voice
+from reporting.aggregate import clean
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.render import environment
 from reporting.settings import MailSettings
@@ -40,6 +42,18 @@ class EstateView:
     sections: list[DashboardSection]
     subject: str
 
+    @property
+    def voice(self) -> Voice:
+        return operator_voice(self.estate.dry_run)
+
+    def said(self, tally: Tally) -> str:
+        """A night's counts in the words of every report (`updated 12; failed 1`); an outcome this version does
+        not know (a newer summary's) by its own name."""
+        known = {outcome: tally.by_outcome[outcome.value] for outcome in Outcome if outcome.value in tally.by_outcome}
+        unknown = [f"{clean(name, 40)} {n}" for name, n in sorted(tally.by_outcome.items())
+                   if name not in {outcome.value for outcome in Outcome} and n]
+        return LIST_SEPARATOR.join(filter(None, [self.voice.listed(known), *unknown]))
+
 
 def _link(night: DashboardNight, directory: Path) -> str | None:
     report = night.operator_report
@@ -52,9 +66,11 @@ def estate_view(estate: Estate, directory: Path) -> EstateView:
     ]
     totals = estate.totals
     done = sum(night.status is NightStatus.completed for night in estate.nights)
+    voice = operator_voice(estate.dry_run)
     subject = (
         f"{'[dry run] ' if estate.dry_run else ''}Fleet maintenance {estate.started_at:%Y-%m-%d}: "
-        f"{done} of {len(estate.nights)} dashboards completed, {totals.updated} updated, {totals.failed} failed"
+        f"{done} of {len(estate.nights)} dashboards completed; {voice.done.said(totals.updated)}"
+        + ("" if estate.dry_run else f"; {voice.attention.said(totals.failed)}")
     )
     if estate.problems:
         subject += f", {len(estate.problems)} with problems"
@@ -80,12 +96,13 @@ def deliver_estate(estate: Estate, directory: Path, settings: MailSettings) -> l
     """Send the combined report to the operator addresses (or write `estate.eml` without SMTP settings)."""
     view = estate_view(estate, directory)
     message = build_message(
-        sender=settings.mail_from,
+        sender=settings.sender,
         recipients=settings.report_to,
         subject=view.subject,
         text=(directory / f"{ESTATE_STEM}.txt").read_text(encoding="utf-8"),
         html=(directory / f"{ESTATE_STEM}.html").read_text(encoding="utf-8"),
         images={},
+        reply_to=settings.reply_to,
     )
     outgoing = Outgoing("operator", settings.report_to, message, ESTATE_STEM)
     if not settings.configured:

@@ -68,11 +68,14 @@ def build_message(
     text: str,
     html: str,
     images: dict[str, bytes],
+    reply_to: str | None = None,
 ) -> EmailMessage:
     """multipart/alternative (text, then multipart/related HTML with the images, PNG or JPEG, by Content-ID)."""
     message = EmailMessage()
     message["Subject"] = " ".join(subject.split())
     message["From"] = sender
+    if reply_to:
+        message["Reply-To"] = reply_to
     message["To"] = ", ".join(recipients) or "undisclosed-recipients:;"
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=_domain(sender))
@@ -125,15 +128,15 @@ def _send_once(settings: MailSettings, outgoing: Outgoing, attempt: _Attempt) ->
     """One SMTP transaction for the pending recipients; permanent answers are settled, 4xx ones retried."""
     try:
         with _connect(settings) as smtp:
-            code, text = smtp.mail(settings.mail_from)
+            code, text = smtp.mail(settings.sender)
             if code >= 400:
-                raise smtplib.SMTPSenderRefused(code, text, settings.mail_from)
-            accepted: dict[str, str] = {}
+                raise smtplib.SMTPSenderRefused(code, text, settings.sender)
+            accepted: list[str] = []
             temporary: list[str] = []
             for recipient in attempt.pending:
                 code, text = smtp.rcpt(recipient)
                 if code < 400:
-                    accepted[recipient] = _answer(code, text)
+                    accepted.append(recipient)
                 elif code < 500:
                     temporary.append(recipient)
                     attempt.answers[recipient] = (False, _answer(code, text))
@@ -141,10 +144,10 @@ def _send_once(settings: MailSettings, outgoing: Outgoing, attempt: _Attempt) ->
                     attempt.answers[recipient] = (False, _answer(code, text))
             if accepted:
                 code, text = smtp.data(outgoing.message.as_bytes(policy=policy.SMTP))  # CRLF line ends
-                for recipient, rcpt_answer in accepted.items():
-                    attempt.answers[recipient] = (code < 400, f"{rcpt_answer}; {_answer(code, text)}")
+                for recipient in accepted:  # the answer to the message itself (a refused recipient keeps its own)
+                    attempt.answers[recipient] = (code < 400, _answer(code, text))
                 if 400 <= code < 500:
-                    temporary += list(accepted)
+                    temporary += accepted
     except smtplib.SMTPNotSupportedError as exc:  # no STARTTLS or no AUTH: retrying cannot help
         _settle(attempt, attempt.pending, f"not supported by the server: {exc}")
         attempt.pending = []

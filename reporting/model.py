@@ -7,45 +7,18 @@ from datetime import date, datetime
 from urllib.parse import quote
 
 from fleet.model.summary import Band, Outcome, UpdateType
-
-# Attention first: what went wrong, then what was decided not to do.
-NOT_DONE_ORDER = (
-    Outcome.failed,
-    Outcome.unknown,
-    Outcome.unchanged,
-    Outcome.held,
-    Outcome.delayed,
-    Outcome.ignored,
-    Outcome.excluded,
-    Outcome.skipped,
-    Outcome.deferred,
+from fleet.model.vocabulary import (
+    ATTENTION,
+    LIST_SEPARATOR,
+    NOT_UPDATED,
+    UPDATED,
+    WOULD_UPDATE,
+    Term,
+    Voice,
+    count,
+    moment,
 )
-OUTCOME_ORDER = (Outcome.updated, *NOT_DONE_ORDER)
-ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown})
 
-OUTCOME_TITLES = {
-    Outcome.updated: "Updated",
-    Outcome.failed: "Failed",
-    Outcome.unknown: "No answer",
-    Outcome.unchanged: "Unchanged",
-    Outcome.held: "On hold",
-    Outcome.delayed: "Delayed",
-    Outcome.ignored: "Ignored",
-    Outcome.excluded: "Excluded",
-    Outcome.skipped: "Skipped",
-    Outcome.deferred: "Deferred",
-}
-OUTCOME_EXPLANATIONS = {
-    Outcome.failed: "The update was attempted and the site reported an error.",
-    Outcome.unknown: "The update was sent but no answer came back; the version is not known to have moved.",
-    Outcome.unchanged: "No error was reported, but the installed version did not change.",
-    Outcome.held: "Held back on purpose by the maintenance policy.",
-    Outcome.delayed: "The new version is too recent; it becomes eligible on the date shown.",
-    Outcome.ignored: "On the dashboard's ignore list.",
-    Outcome.excluded: "Left out by the maintenance policy.",
-    Outcome.skipped: "The site could not be worked on (offline, suspended, disconnected or too old).",
-    Outcome.deferred: "Outside the site's maintenance window or in a blackout: not touched, due when it next opens.",
-}
 SITE_STATUS_TITLES = {
     "online": "online",
     "offline": "offline",
@@ -54,18 +27,24 @@ SITE_STATUS_TITLES = {
     "child_too_old": "dashboard plugin on the site too old",
 }
 
-# One palette for the charts and the HTML badges.
-OUTCOME_COLORS = {
-    Outcome.updated: "#1f9d55",
-    Outcome.failed: "#d64545",
-    Outcome.unknown: "#e8833a",
-    Outcome.unchanged: "#d9a400",
-    Outcome.held: "#6b7fd7",
-    Outcome.delayed: "#4aa3df",
-    Outcome.ignored: "#9aa5b1",
-    Outcome.excluded: "#7b8794",
-    Outcome.skipped: "#c3cad3",
-    Outcome.deferred: "#9aa5b1",
+# One palette for the charts and the HTML badges, by the key of each word (`fleet.model.vocabulary`).
+TERM_COLORS = {
+    "updated": "#1f9d55",
+    "would_update": "#1f9d55",
+    "failed": "#d64545",
+    "unknown": "#e8833a",
+    "unchanged": "#d9a400",
+    "held": "#6b7fd7",
+    "delayed": "#4aa3df",
+    "ignored": "#9aa5b1",
+    "excluded": "#7b8794",
+    "skipped": "#c3cad3",
+    "deferred": "#9aa5b1",
+    "not_installed": "#e8833a",
+    "waiting": "#4aa3df",
+    "unavailable": "#c3cad3",
+    "window": "#9aa5b1",
+    "left_out": "#9aa5b1",
 }
 TYPE_NAMES = {
     UpdateType.translation: "translation",
@@ -86,26 +65,70 @@ def image_subtype(image: bytes) -> str:
     return "jpeg" if image.startswith(b"\xff\xd8") else "png"
 
 
+@dataclass(frozen=True)
+class Tile:
+    """One number at the top of a report, with its word (the word the headline and the sections use)."""
+
+    metric: str  # for markup
+    number: int
+    word: str
+    tone: str = ""  # "good", "bad" or ""
+
+
 @dataclass
 class Headline:
+    """The numbers at the top of a report and their sentence, in the report's words (`voice`): the tiles, the
+    headline, "At a glance" and the sections say the same number with the same word."""
+
+    voice: Voice
     sites: int
-    sites_updated: int
+    sites_updated: int  # sites with an item updated (a dry run: that it would update)
     items: int
-    by_outcome: dict[Outcome, int]
+    by_outcome: dict[Outcome, int]  # a dry run's items it would apply counted as `updated`
     checked: int
     healthy: int
     open_incidents: int
     broken: int = 0  # sites the night broke
     unusable: int = 0  # sites that could not be worked on (offline, suspended, disconnected, too old)
-    would_apply: int = 0  # a dry run: the updates it would apply
-    would_sites: int = 0  # ... on this many sites
-    dry_run: bool = False
+    client: bool = False
     not_verified: int = 0  # of the updated items, those the dashboard's answer alone says were updated
 
     @property
     def done(self) -> int:
         """What the night applied, or in a dry run what it would apply."""
-        return self.would_apply if self.dry_run else self.updated
+        return self.voice.total(self.by_outcome, self.voice.done)
+
+    @property
+    def not_updated(self) -> int:
+        """Everything found and not updated (in a dry run: that it would not update), the failed included."""
+        return self.items - self.done
+
+    @property
+    def attention(self) -> int:
+        """What was tried and not updated, in the voice's word: the operator's failed, a client's not installed."""
+        return self.voice.total(self.by_outcome, self.voice.attention)
+
+    @property
+    def glance(self) -> list[tuple[Term, int]]:
+        """Every non-zero count by word: "At a glance"."""
+        return self.voice.tally(self.by_outcome)
+
+    @property
+    def tiles(self) -> list[Tile]:
+        tiles = [Tile("updated", self.done, self.voice.done.word, "good"),
+                 Tile("not_updated", self.not_updated, self.voice.not_done.word)]
+        if not self.voice.dry_run:  # a dry run tries nothing
+            alarming = self.attention and not self.client  # a client reads what happens next, not a red number
+            tiles.append(Tile("failed", self.attention, self.voice.attention.word, "bad" if alarming else ""))
+        return [*tiles, Tile("sites", self.sites, "sites")]
+
+    @property
+    def subject_counts(self) -> str:
+        """What the subject says: the updated, and what was tried and not updated."""
+        attention = {self.voice.term(outcome) for outcome in ATTENTION}
+        said = [self.voice.done.said(self.done)]
+        said += [term.said(n) for term, n in self.glance if term in attention]
+        return LIST_SEPARATOR.join(said)
 
     @property
     def health(self) -> str:
@@ -118,10 +141,10 @@ class Headline:
                 parts.append("The checked site is healthy" if self.checked == 1 else
                              f"All {self.checked} checked sites are healthy")
             else:
-                parts.append(f"{sick} of {plural(self.checked, 'checked site')} {verb} attention")
+                parts.append(f"{sick} of {count(self.checked, 'checked site')} {verb} attention")
         if self.unusable:
-            parts.append(f"{plural(self.unusable, 'site')} could not be worked on "
-                         "(offline, suspended, disconnected or too old)")
+            parts.append(f"{count(self.unusable, 'site')} could not be worked on" + (
+                " tonight" if self.client else " (offline, suspended, disconnected or too old)"))
         return "; ".join(parts) + "." if parts else ""
 
     @property
@@ -129,53 +152,31 @@ class Headline:
         return self.healthy == self.checked and not self.unusable
 
     @property
-    def done_title(self) -> str:
-        return "Would update" if self.dry_run else "Updated"
-
-    @property
-    def updated(self) -> int:
-        return self.by_outcome[Outcome.updated]
-
-    @property
-    def failed(self) -> int:
-        return self.by_outcome[Outcome.failed]
-
-    @property
-    def not_updated(self) -> int:
-        """Everything neither updated (or in a dry run, to be updated) nor failed."""
-        return self.items - self.done - self.failed
-
-    @property
     def alarm(self) -> str:
         """The first thing to read when the night broke sites (empty otherwise)."""
         if not self.broken:
             return ""
-        return f"The night broke {plural(self.broken, 'site')}: see the suspects below."
+        if self.client:
+            return f"Tonight's updates broke {count(self.broken, 'website')} of yours: see below."
+        return f"The night broke {count(self.broken, 'site')}: see the suspects below."
 
     @property
     def sentence(self) -> str:
-        if self.would_apply:
-            rest = self.items - self.would_apply
-            verb = "update would be applied" if self.would_apply == 1 else "updates would be applied"
-            return (f"{self.would_apply} {verb} on {plural(self.would_sites, 'site')}"
-                    + (f"; {rest} would not (see why below)." if rest else "."))
+        """`Updated 110 of 185 items on 32 sites; not updated 75 (see why below): failed 8; ignored 44; ...`."""
         if self.items == 0:
             if self.sites == 1:
                 return "The site was up to date: there was nothing to update."
             return f"All {self.sites} sites were up to date: there was nothing to update."
-        if self.updated == 0:
-            parts = [f"No updates were applied ({self.items} pending)"]
-        else:
-            verb = "was" if self.updated == 1 else "were"
-            parts = [f"{self.updated} of {plural(self.items, 'pending update')} {verb} applied on "
-                     f"{plural(self.sites_updated, 'site')}"]
+        done = self.voice.done
+        said = f"{done.title} {self.done} of {count(self.items, 'update' if self.client else 'item')}"
+        if self.sites_updated:
+            said += f" on {count(self.sites_updated, 'site')}"
         if self.not_verified:
-            parts.append(f"{self.not_verified} of them updated, not verified (see below)")
-        if self.failed:
-            parts.append(f"{self.failed} failed")
+            said += f" ({self.not_verified} of them updated, not verified: see below)"
         if self.not_updated:
-            parts.append(f"{self.not_updated} {'was' if self.not_updated == 1 else 'were'} not done (see why below)")
-        return "; ".join(parts) + "."
+            said += (f"; {self.voice.not_done.said(self.not_updated)} (see why below): "
+                     f"{self.voice.listed(self.by_outcome, leave_out=[done])}")
+        return said + "."
 
 
 def version_change(from_version: str, to_version: str) -> str:
@@ -211,11 +212,6 @@ class UpdatedSite:
 SITES_NAMED = 3  # sites named in a grouped row before "and N more"
 
 
-def plural(count: int, noun: str) -> str:
-    """`1 site`, `2 sites`: every count a report writes goes through here."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 @dataclass
 class NotDoneRow:
     """One item with one outcome and one reason, and every site it stands on."""
@@ -238,24 +234,18 @@ class NotDoneRow:
         named = self.sites[:SITES_NAMED]
         rest = len(self.sites) - len(named)
         if rest:
-            return f"{', '.join(named)} and {plural(rest, 'more site')}"
+            return f"{', '.join(named)} and {count(rest, 'more site')}"
         return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
 @dataclass
 class NotDoneGroup:
-    outcome: Outcome
+    """The items of one word (an outcome; for a client, maybe several), with why and what happens next."""
+
+    term: Term
     total: int  # items
     shown: list[NotDoneRow]
     rows: int = 0  # grouped rows in all (more than `shown` on a large fleet)
-
-    @property
-    def title(self) -> str:
-        return OUTCOME_TITLES[self.outcome]
-
-    @property
-    def explanation(self) -> str:
-        return OUTCOME_EXPLANATIONS[self.outcome]
 
     @property
     def more(self) -> int:
@@ -306,7 +296,8 @@ class OutcomeTotals:
 
     @property
     def not_updated(self) -> int:
-        return self.total - self.by_outcome[Outcome.updated] - self.by_outcome[Outcome.failed]
+        """Everything not updated (in a dry run: that it would not update), the failed included."""
+        return self.total - self.by_outcome[Outcome.updated]
 
 
 @dataclass
@@ -377,7 +368,7 @@ class IncidentRow:
 
     @property
     def age(self) -> str:
-        return "opened today" if self.age_days == 0 else f"open {plural(self.age_days, 'day')}"
+        return "opened today" if self.age_days == 0 else f"open {count(self.age_days, 'day')}"
 
 
 @dataclass
@@ -546,7 +537,7 @@ class Looks:
         """The visual checks in one sentence: `12 sites looked as before; 1 looks broken; 2 look different`."""
         if not self.sites:
             return ""
-        parts = [f"{plural(self.healthy, 'site')} looked as before"] if self.healthy else []
+        parts = [f"{count(self.healthy, 'site')} looked as before"] if self.healthy else []
         broken, review, unjudged = self.total(Band.broken), self.total(Band.review), self.total(None)
         if broken:
             parts.append(f"{broken} look{'s' if broken == 1 else ''} broken")
@@ -555,6 +546,43 @@ class Looks:
         if unjudged:
             parts.append(f"{unjudged} could not be compared")
         return "Screenshots before and after the updates: " + "; ".join(parts) + "."
+
+
+@dataclass
+class AgainstDryRun:
+    """How the night differed from the dry run before it (the same dashboard and selection, within a day): the
+    dry run planned from the dashboard's last syncs, the night syncs first."""
+
+    at: datetime  # when the dry run ran
+    planned_from: str  # "the dashboard's last syncs (between … and …)"
+    would: int  # items it would update
+    updated: int  # of those, updated tonight
+    instead: list[tuple[Term, int, int]]  # of those, not updated tonight: the word, the items, their sites
+    gone: int = 0  # of those, no longer found tonight (updated by someone else, or the site left the selection)
+    unplanned: int = 0  # items updated tonight that the dry run would not have updated
+
+    @property
+    def not_updated(self) -> int:
+        return sum(items for _, items, _ in self.instead)
+
+    @property
+    def sentences(self) -> list[str]:
+        """`The dry run of … planned from …: would update 146 items.` `Tonight: updated 139 of them; not updated 7
+        of them: skipped 7 (on 2 sites).` and what else tonight found."""
+        said = [f"The dry run of {moment(self.at)} planned from {self.planned_from}: "
+                f"{WOULD_UPDATE.word} {count(self.would, 'item')}."]
+        tonight = f"Tonight: {UPDATED.said(self.updated)} of them"
+        if self.instead:
+            tonight += f"; {NOT_UPDATED.said(self.not_updated)} of them: " + LIST_SEPARATOR.join(
+                f"{term.said(items)} (on {count(sites, 'site')})" for term, items, sites in self.instead)
+        said.append(tonight + ".")
+        if self.gone:
+            said.append(f"{count(self.gone, 'item')} of them no longer found tonight (updated meanwhile, or the "
+                        "site is gone).")
+        if self.unplanned:
+            said.append(f"{UPDATED.title} {count(self.unplanned, 'item')} the dry run would not have updated (new "
+                        "since the sync it planned from, or on a site it could not plan).")
+        return said
 
 
 @dataclass
@@ -589,10 +617,13 @@ class ReportData:
     approval: str | None = None  # what the approval gate decided, in a sentence
     revived: str | None = None  # the sites brought back to maintenance tonight, in a sentence
     looks: Looks = field(default_factory=Looks)  # the night's screenshots (the policy's `visual:`)
+    planned_from: str = ""  # a dry run: what it planned from, so that the real night may differ
+    against_dry_run: AgainstDryRun | None = None  # the operator's: how the night differed from the dry run
+    reply_to: str | None = None  # a client's: where a reply to its report goes (None: no promise of an answer)
 
     @property
-    def kind(self) -> str:
-        return "operator" if self.client is None else "client"
+    def voice(self) -> Voice:
+        return self.headline.voice
 
     @property
     def incidents_open(self) -> list[IncidentRow]:
@@ -604,30 +635,29 @@ class ReportData:
 
     @property
     def incidents_title(self) -> str:
-        """`2 open incidents: 1 site still down`."""
+        """`2 open incidents: 1 site down`."""
         down = sum(1 for incident in self.incidents_open if incident.down)
-        still = f": {plural(down, 'site')} down" if down else ""
-        return f"{plural(len(self.incidents_open), 'open incident')}{still}"
+        still = f": {count(down, 'site')} down" if down else ""
+        return f"{count(len(self.incidents_open), 'open incident')}{still}"
 
     @property
-    def audience(self) -> str:
-        return self.client if self.client is not None else "Fleet operator"
+    def trends_title(self) -> str:
+        """The operator's runs (a dry run's trend is of dry runs); a client's nights."""
+        return f"Trends, last {len(self.trends)} {'runs' if self.client is None else 'nights'}"
 
     @property
-    def outcomes(self) -> tuple[Outcome, ...]:
-        return OUTCOME_ORDER
+    def listed_in(self) -> str:
+        """Where a capped list is whole: the operator's summary.json (a client is told nothing internal)."""
+        return " (all are listed in summary.json)" if self.client is None else ""
 
     @property
     def subject(self) -> str:
         day = self.started_at.strftime("%d %b %Y")
         who = f"{self.client}: " if self.client is not None else "Fleet "
-        numbers = f"{self.headline.would_apply} would update" if self.dry_run else f"{self.headline.updated} updated"
-        if self.headline.failed:
-            numbers += f", {self.headline.failed} failed"
         dry = " (dry run)" if self.dry_run else ""
         alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
             if self.headline.broken else ""
         down = sum(1 for incident in self.incidents_open if incident.down)
         if down and not alarm:
             alarm = f"{down} SITE{'' if down == 1 else 'S'} STILL DOWN: "
-        return f"{alarm}{who}maintenance report {day}{dry}: {numbers}"
+        return f"{alarm}{who}maintenance report {day}{dry}: {self.headline.subject_counts}"

@@ -11,15 +11,14 @@ from pathlib import Path
 import css_inline
 import jinja2
 
+from fleet.model.vocabulary import MOMENT, count
 from reporting.model import (
-    OUTCOME_COLORS,
-    OUTCOME_TITLES,
+    TERM_COLORS,
     TYPE_NAMES,
     Chart,
     Picture,
     ReportData,
     image_subtype,
-    plural,
 )
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -46,7 +45,7 @@ def when(value: datetime | date | None) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        return value.strftime("%d %b %Y %H:%M UTC")
+        return value.strftime(MOMENT)
     return value.strftime("%d %b %Y")
 
 
@@ -72,8 +71,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(md=markdown_text, when=when, percent=percent)
     env.globals.update(
-        outcome_titles=OUTCOME_TITLES, outcome_colors=OUTCOME_COLORS, type_names=TYPE_NAMES, duration=duration,
-        plural=plural, image_src=image_src,
+        term_colors=TERM_COLORS, type_names=TYPE_NAMES, duration=duration, plural=count, image_src=image_src,
     )
     return env
 

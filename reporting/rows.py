@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fleet.model.summary import SUMMARY_FILE, HealthCheck, Outcome, SiteLook, Summary, UpdateType
+from fleet.model.summary import SUMMARY_FILE, HealthCheck, LastSync, Outcome, SiteLook, Summary, UpdateType
 from reporting.json_stream import ObjectStream
 
 BATCH = 2000  # array elements validated at a time
@@ -56,6 +56,7 @@ class TrendItem:
     name: str
     outcome: Outcome
     client: str | None = None
+    rule: str | None = None  # a dry run's items it would apply are counted by it
 
 
 @dataclass(slots=True)
@@ -84,6 +85,25 @@ class PastRun(BaseModel):
     run_id: str
     started_at: datetime
     items: list[TrendItem] = []
+
+
+@dataclass(slots=True)
+class PlannedItem:
+    """What a night's comparison needs of a dry run's item: which it is, and whether it would be applied."""
+
+    site_id: int
+    type: UpdateType
+    slug: str
+    rule: str | None = None
+
+
+class DryRun(BaseModel):
+    """The dry run a night is compared with."""
+
+    run_id: str
+    started_at: datetime
+    last_sync: LastSync | None = None
+    items: list[PlannedItem] = []
 
 
 def summary_path(run_dir: Path) -> Path:
@@ -151,6 +171,10 @@ def read_summary(run_dir: Path, lean_look: Callable[[SiteLook], SiteLook] | None
 
 def read_past(path: Path) -> PastRun:
     return _read(summary_path(path), PastRun, {"items": TrendItem})
+
+
+def read_dry_run(path: Path) -> DryRun:
+    return _read(summary_path(path), DryRun, {"items": PlannedItem})
 
 
 def read_fields(path: Path, fields: set[str], *, chunk: int) -> dict[str, Any]:

@@ -19,19 +19,20 @@ from reporting import charts
 from reporting.aggregate import (
     NO_CLIENT,
     RunStamp,
+    against_dry_run,
     build_report,
     clean,
     client_rows,
     items_frame,
     trend_frame,
 )
-from reporting.history import RunHead, earlier_runs, read_earlier, read_head
+from reporting.history import RunHead, dry_run_before, earlier_runs, read_earlier, read_head
 from reporting.json_stream import ObjectStream
 from reporting.looks import artifact_rows, client_looks, draw, lean, operator_looks
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
-from reporting.rows import ReportSummary, SiteRow, read_summary
+from reporting.rows import ReportSummary, SiteRow, read_dry_run, read_summary
 from reporting.settings import MailSettings
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class RenderedReport:
     charts: tuple[str, ...]  # Content-IDs; each chart is the file `<file_stem>-<cid>.png`
     held: str | None = None  # why the automatic e-mail to this client waits for the operator's review
     pictures: tuple[str, ...] = ()  # Content-IDs; each screenshot picture is the file `<file_stem>-<cid>.jpg`
+    reply_to: str | None = None  # the client's own Reply-To (the policy's `reply_to`); FLEET_REPLY_TO otherwise
 
     def file(self, report_dir: Path, suffix: str) -> Path:
         return report_dir / f"{self.file_stem}{suffix}"
@@ -189,9 +191,12 @@ class RunWindow:
 
     def __init__(self, run_dir: Path, trend_runs: int) -> None:
         self.run_dir = run_dir
-        self.history = _earlier(run_dir, read_head(run_dir), trend_runs)  # before this run: one summary at a time
+        head = read_head(run_dir)
+        self.history = _earlier(run_dir, head, trend_runs)  # before this run: one summary at a time
+        self.dry_run = dry_run_before(run_dir, head)  # the rehearsal of this night, if there was one
         self.summary = read_summary(run_dir, lean)
         self.audiences: list[tuple[str | None, list[str]]] = [(None, []), *client_recipients(self.summary).items()]
+        self.reply_to = {client.name: client.reply_to for client in self.summary.clients if client.reply_to}
         self.history.append((self.summary, items_frame(self.summary.items)))
         self.summary.items = []  # in the frame now
         self.client_rows = [client_rows(frame) for _, frame in self.history]
@@ -208,6 +213,8 @@ class RunWindow:
             data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken])
             for alarm in data.broken:
                 alarm.look = data.looks.site(alarm.site_id)
+            if self.dry_run is not None:
+                data.against_dry_run = against_dry_run(read_dry_run(self.dry_run), self.history[-1][1])
             return data
         window = [
             (run, frame.take(rows.get(client, NO_ROWS)))
@@ -222,17 +229,18 @@ def _charts(data: ReportData) -> list[Chart]:
     if not data.trends:  # the first night: no trend yet, so this night's outcomes by type
         if not any(row.total for row in data.by_type):
             return []
-        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type))]
-    drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends))]
+        return [Chart(BY_TYPE_CHART, "This night's outcomes by type", charts.outcomes_by_type(data.by_type,
+                                                                                             data.voice))]
+    drawn = [Chart("outcomes-per-night", "Outcomes per night", charts.outcomes_per_night(data.trends, data.voice))]
     if data.plugin_trend:
-        drawn.append(
-            Chart("plugin-failure-rate", "Failure rate per plugin", charts.failure_rate_per_plugin(data.plugin_trend))
-        )
+        drawn.append(Chart("plugin-failure-rate", "Failure rate per plugin over the whole fleet, these nights",
+                           charts.failure_rate_per_plugin(data.plugin_trend)))
     return drawn
 
 
 def _write_report(
-    run_dir: Path, client: str | None, recipients: list[str], data: ReportData, held: str | None = None
+    run_dir: Path, client: str | None, recipients: list[str], data: ReportData, held: str | None = None,
+    reply_to: str | None = None,
 ) -> RenderedReport:
     """Draw the charts and the screenshots' pictures, and write every file of one report; only its name and
     file names are kept."""
@@ -247,6 +255,7 @@ def _write_report(
         charts=tuple(chart.cid for chart in data.charts),
         held=held,
         pictures=tuple(picture.cid for picture in pictures),
+        reply_to=reply_to,
     )
     for chart in data.charts:
         report.file(out, chart_suffix(chart.cid)).write_bytes(chart.png)
@@ -257,9 +266,12 @@ def _write_report(
     return report
 
 
-def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) -> RenderedRun:
+def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100,
+                   mail: MailSettings | None = None) -> RenderedRun:
     """Render the operator's report and one per client, and write them under RUN_DIR/report/.
 
+    A client's report promises an answer to a reply only when one reaches someone: its own `reply_to` (the
+    policy's), or with the `mail` settings it is sent with, FLEET_REPLY_TO or FLEET_MAIL_FROM.
     One report at a time, each written and let go before the next, so memory does not grow with the clients.
     """
     run_dir = Path(run_dir)
@@ -269,10 +281,13 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100) 
     out = run_dir / REPORT_DIR
     out.mkdir(exist_ok=True)
     held = {client.name: client.held_for_review for client in run.summary.clients if client.held_for_review}
-    reports = [
-        _write_report(run_dir, client, recipients, run.report(client, max_rows), held.get(client or ""))
-        for client, recipients in run.audiences
-    ]
+    reports = []
+    for client, recipients in run.audiences:
+        data = run.report(client, max_rows)
+        own = run.reply_to.get(client or "")
+        if client is not None:
+            data.reply_to = mail.replies_to(own) if mail is not None else own
+        reports.append(_write_report(run_dir, client, recipients, data, held.get(client or ""), own))
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
                        [] if run.summary.dry_run else still_down(run.summary.incidents, run.summary.run_id),
                        run.summary.did_nothing, artifact_rows(run.summary.looks),
@@ -293,12 +308,13 @@ def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[st
             html = html.replace(data_uri(picture), f"cid:{cid}")
     html = _FULL_SIZE_LINK.sub(r"\1", html)  # the full-size screenshots are files on the operator's disk
     message = build_message(
-        sender=settings.mail_from,
+        sender=settings.sender,
         recipients=recipients,
         subject=report.subject,
         text=rendered.path(report, ".txt").read_text(encoding="utf-8"),
         html=html,
         images=images,
+        reply_to=report.reply_to or settings.reply_to,
     )
     return Outgoing(report.name, recipients, message, report.file_stem)
 
@@ -308,7 +324,7 @@ def held_for_review(rendered: RenderedRun, report: RenderedReport, settings: Mai
     command = f"fleet report {rendered.run_dir} --send --client {report.name!r}"
     return RenderedReport(name=report.name, subject=f"[held for review] {report.subject}",
                           recipients=settings.report_to, file_stem=report.file_stem, charts=report.charts,
-                          pictures=report.pictures,
+                          pictures=report.pictures,  # the operator's to answer: FLEET_REPLY_TO, not the client's
                           held=f"held for review ({report.held}); send it to the client with: {command}")
 
 
@@ -403,17 +419,21 @@ def render_run(
 ) -> ReportResult:
     """Render (and with `send`, deliver) the reports of one run; the single entry point for flows and the CLI.
 
+    `settings` default to the FLEET_* environment when sending.
+
     With `clients`, only those clients' reports are sent (held for review or not). Delivery failures are
     returned in `problems` (and recorded in summary.json); call `result.raise_for_problems()` to fail the caller.
     """
-    rendered = render_reports(Path(run_dir), trend_runs=trend_runs)
+    if send and settings is None:
+        settings = MailSettings()
+    rendered = render_reports(Path(run_dir), trend_runs=trend_runs, mail=settings if send else None)
     if clients is not None:
         if rendered.dry_run:
             raise ClientChoiceError(f"run {rendered.run_id} is a dry run: its reports are never sent to clients")
         unknown = [name for name in clients if name not in {report.name for report in rendered.reports[1:]}]
         if unknown:
             raise ClientChoiceError(f"run {rendered.run_id} has no report for client {', '.join(map(repr, unknown))}")
-    deliveries = deliver_reports(rendered, settings or MailSettings(), clients=clients) if send else []
+    deliveries = deliver_reports(rendered, settings, clients=clients) if send else []
     result = ReportResult.of(rendered, deliveries)
     for problem in result.problems:
         log.error("%s", problem)

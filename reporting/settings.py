@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from email.utils import parseaddr
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import NoDecode
 
 from dashboard.home import FleetSettings
@@ -22,6 +24,11 @@ class SmtpSecurity(StrEnum):
 
 
 DEFAULT_PORTS = {SmtpSecurity.ssl: 465, SmtpSecurity.starttls: 587, SmtpSecurity.none: 25}
+EML_SENDER = "fleet-maintenance@localhost"  # the From of a `.eml` file when FLEET_MAIL_FROM is not set
+
+
+def _address(value: str) -> bool:
+    return "@" in value and not any(c in value for c in "\r\n<>, ")
 
 
 class MailSettings(FleetSettings):
@@ -37,7 +44,10 @@ class MailSettings(FleetSettings):
     smtp_ca_file: Path | None = Field(None, description="A private CA bundle to verify the server against.")
     smtp_attempts: int = Field(4, ge=1, description="Tries per message before a recipient counts as refused.")
     smtp_retry_wait: float = Field(2.0, ge=0, description="First backoff in seconds; doubles each try.")
-    mail_from: str = "fleet-maintenance@localhost"
+    mail_from: str | None = Field(None, validate_default=True, description="The sender: required to send over SMTP "
+                                  "(a reply reaches it unless FLEET_REPLY_TO says otherwise).")
+    reply_to: str | None = Field(None, description="Where replies to every message go (a client's own `reply_to` "
+                                 "in the policy wins for its report).")
     report_to: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Operator addresses.")
     alert_blocks: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Prefect notification blocks that also get a failed night's alert, "
@@ -54,15 +64,45 @@ class MailSettings(FleetSettings):
     @field_validator("report_to")
     @classmethod
     def _check_addresses(cls, value: list[str]) -> list[str]:
-        bad = [address for address in value if "@" not in address or any(c in address for c in "\r\n<>, ")]
+        bad = [address for address in value if not _address(address)]
         if bad:
             raise ValueError(f"not an e-mail address: {', '.join(repr(b) for b in bad)}")
+        return value
+
+    @field_validator("mail_from", "reply_to")
+    @classmethod
+    def _check_address(cls, value: str | None) -> str | None:
+        """A sender may carry a display name (`Fleet reports <reports@agency.example>`)."""
+        if value is None or not value.strip():
+            return None
+        if not _address(parseaddr(value)[1]) or any(c in value for c in "\r\n"):
+            raise ValueError(f"not an e-mail address: {value!r}")
+        return value.strip()
+
+    @field_validator("mail_from")
+    @classmethod
+    def _a_real_send_needs_a_sender(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Mail sent over SMTP says who sent it, so that a reply reaches someone: never a made-up localhost
+        address. Checked with the other settings, before the night (the `.eml` files need none)."""
+        if value is None and info.data.get("smtp_host"):
+            raise PydanticCustomError("sender_missing", "FLEET_MAIL_FROM is not set: mail sent over SMTP "
+                                      "(FLEET_SMTP_HOST) needs a sender address that replies can reach")
         return value
 
     @property
     def configured(self) -> bool:
         """True when messages go over SMTP; otherwise they are written as `.eml` files."""
         return bool(self.smtp_host)
+
+    @property
+    def sender(self) -> str:
+        """The From of every message: FLEET_MAIL_FROM, or a placeholder in a `.eml` file to forward by hand."""
+        return self.mail_from or EML_SENDER
+
+    def replies_to(self, own: str | None = None) -> str | None:
+        """Where a reply goes: the client's own address (`own`), FLEET_REPLY_TO, else the sender; None when no
+        sender is set (a `.eml` file to forward by hand: nobody would read a reply to it)."""
+        return own or self.reply_to or self.mail_from
 
     @property
     def port(self) -> int:
@@ -114,13 +154,14 @@ class MailSettings(FleetSettings):
         )
 
     @classmethod
+    def for_block(cls, credentials: EmailServerCredentials | None) -> MailSettings:
+        """A flow's mail settings: its `email_block` for the server when one was chosen, else FLEET_SMTP_*."""
+        return cls.from_credentials(credentials) if credentials is not None else cls()
+
+    @classmethod
     def from_block(cls, name: str, **overrides: object) -> MailSettings:
         """Load a saved `EmailServerCredentials` block by name."""
         from prefect_email import EmailServerCredentials
 
         return cls.from_credentials(EmailServerCredentials.load(name), **overrides)
 
-
-def mail_settings(email_block: EmailServerCredentials | None) -> MailSettings:
-    """The mail settings of a flow run: a saved block's server and login, else the FLEET_* environment."""
-    return MailSettings.from_credentials(email_block) if email_block is not None else MailSettings()

@@ -7,6 +7,7 @@ refused credentials), never a night that applied its updates and then could not 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -26,20 +27,28 @@ from tasks.detect import load_fleet
 USAGE_ERRORS = (SettingsError, ConfigurationError, PolicyError, NoSiteMatches)
 
 
+@dataclass(frozen=True)
+class CheckedSettings:
+    """What the night will run with, every part of it valid."""
+
+    settings: PipelineSettings
+    policy: Policy
+    mail: MailSettings | None  # None: the night sends no report
+
+
 def check_settings(
     request: NightRequest, *, dashboard_from_environment: bool, mail: Callable[[], MailSettings] | None
-) -> tuple[PipelineSettings, Policy]:
+) -> CheckedSettings:
     """The pipeline's settings and the policy file, the dashboard's FLEET_* settings (unless a saved block gives
-    them) and, for a night that sends its report, the mail settings: each bad one named with where it was set."""
+    them) and, for a night that sends its report, the mail settings (a send over SMTP needs a sender): each bad
+    one named with where it was set."""
     settings, policy = request.settings_and_policy()
     try:
         if dashboard_from_environment:
             DashboardSettings()
-        if mail is not None:
-            mail()
+        return CheckedSettings(settings, policy, mail() if mail is not None else None)
     except ValidationError as error:
         raise SettingsError.of(error) from None
-    return settings, policy
 
 
 async def check_dashboard(client: DashboardClient, selection: Selection) -> None:

@@ -21,13 +21,14 @@ def artifact_key(run_id: str, prefix: str = "report") -> str:
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)
-async def report_task(run_dir: Path) -> RenderedRun:
+async def report_task(run_dir: Path, mail: MailSettings | None = None) -> RenderedRun:
     """Render the operator's and every client's report (files under RUN_DIR/report/), publish the artifacts: the
     operator's report (its pictures of the broken and review pages inline), and the visual results as a table.
+    `mail`: the settings the reports will be sent with (where a client's reply goes).
 
     Returns the reports by name and file only: the bodies are read back from the files when delivered.
     """
-    rendered = await asyncio.to_thread(render_reports, Path(run_dir))
+    rendered = await asyncio.to_thread(render_reports, Path(run_dir), mail=mail)
     operator = rendered.operator
     markdown = rendered.path(operator, ".md").read_text(encoding="utf-8")
     await acreate_markdown_artifact(markdown, key=artifact_key(rendered.run_id), description=operator.subject)
@@ -41,6 +42,7 @@ async def report_task(run_dir: Path) -> RenderedRun:
 async def report_run(run_dir: Path, *, send: bool = True, settings: MailSettings | None = None) -> ReportResult:
     """The report step of a flow: render, publish, and with `send` deliver (failing the step if any recipient
     was not reached)."""
-    rendered = await report_task(Path(run_dir))
+    settings = (settings or MailSettings()) if send else None
+    rendered = await report_task(Path(run_dir), settings)
     deliveries = await notify_task(quote(rendered), settings) if send else []  # quote: Prefect need not walk it
     return ReportResult.of(rendered, deliveries)

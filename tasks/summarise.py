@@ -8,6 +8,7 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
 from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
+from fleet.model.vocabulary import count, operator_voice, planned_from, said_counts
 from tasks.retries import STEP_OPTIONS
 
 PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
@@ -15,15 +16,17 @@ TABLE_ROWS = 500  # an artifact is for a person; summary.json holds every row
 
 
 def headline(summary: Summary) -> str:
-    """A few markdown lines: what happened tonight, in numbers."""
+    """A few markdown lines: what happened tonight, in numbers, in the words of the reports."""
     by_outcome = summary.counts.by_outcome
-    attempted = sum(count for outcome, count in by_outcome.items() if outcome not in NOT_ATTEMPTED)
+    attempted = sum(number for outcome, number in by_outcome.items() if outcome not in NOT_ATTEMPTED)
     title = "Dry run" if summary.dry_run else "Nightly maintenance"
+    found = f"{count(len(summary.sites), 'site')}, {count(len(summary.items), 'item')} found"
+    listed = operator_voice(summary.dry_run).listed(said_counts(summary))
     lines = [
         f"# {title} {summary.run_id}",
         "",
-        f"{len(summary.sites)} site(s), {len(summary.items)} item(s) found, {attempted} attempted: "
-        + ", ".join(f"**{by_outcome[o]}** {o.value}" for o in Outcome if by_outcome.get(o)),
+        (f"{found}: {listed}; {planned_from(summary.last_sync)}." if summary.dry_run
+         else f"{found}, {attempted} attempted: {listed}"),
         "",
         "| type | items |",
         "| --- | --- |",
@@ -31,7 +34,7 @@ def headline(summary: Summary) -> str:
     ]
     unhealthy = [site for site in summary.sites if site.check is not None and not site.check.healthy]
     if unhealthy:
-        lines += ["", f"{len(unhealthy)} site(s) failed their health check after the updates."]
+        lines += ["", f"{count(len(unhealthy), 'site')} failed the health check after the updates."]
     for cohort in summary.cohorts:
         if cohort.status != "completed":
             lines += ["", f"Cohort `{cohort.name}`: {cohort.status} ({cohort.reason})"]

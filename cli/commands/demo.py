@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from cli.demo import fresh_start, run_demo
+from cli.demo import DemoResult, fresh_start, run_demo
 from cli.errors import quiet_expected_tracebacks
+from fleet.model.vocabulary import count, run_line
 
 app = typer.Typer(help="Run the nightly flow against an embedded emulator and render the report.")
 
@@ -22,6 +23,13 @@ def own_prefect_home(output: Path) -> Path | None:
     home.mkdir(parents=True, exist_ok=True)
     os.environ["PREFECT_HOME"] = str(home)
     return home
+
+
+def closing_line(result: DemoResult) -> str:
+    """`fleet nightly`'s closing line, and the gateway's timeouts of the night's own calls when there were any."""
+    timeouts = result.gateway_timeouts
+    return run_line(result.summary) + (f"; the dashboard's gateway timed out {count(timeouts, 'call')}" if timeouts
+                                       else "")
 
 
 @app.callback(invoke_without_command=True)
@@ -63,11 +71,7 @@ def demo(
     console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}), {nights} night(s)...")
     results = run_demo(output, sites=sites, seed=seed, faults=faults, time_scale=time_scale, nights=nights)
     for result in results:
-        counts = ", ".join(f"{outcome.value} {n}" for outcome, n in sorted(result.summary.counts.by_outcome.items()))
-        console.print(
-            f"\n[bold]Nightly run {result.summary.run_id}[/bold]: {len(result.summary.items)} items ({counts}); "
-            f"the dashboard's gateway timed out {result.gateway_timeouts} of its calls"
-        )
+        console.print(f"\n{closing_line(result)}", soft_wrap=True, highlight=False, markup=False)
         console.print(f"Run directory: {result.run_dir}", soft_wrap=True)
         for path in result.files:
             console.print(f"  {path.relative_to(result.run_dir)}", soft_wrap=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from fleet.model.summary import Selection, Summary, UpdateType
+from fleet.model.vocabulary import run_line
 
 if TYPE_CHECKING:
     from fleet.engine.night import NightRequest
@@ -57,8 +58,8 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
     from tasks.preflight import check_dashboard, check_settings
 
     async def check() -> None:
-        settings, _ = check_settings(request, dashboard_from_environment=True,
-                                     mail=MailSettings if sends_report else None)
+        settings = check_settings(request, dashboard_from_environment=True,
+                                  mail=MailSettings if sends_report else None).settings
         for note in check_state_home(settings):
             typer.secho(note, fg=typer.colors.YELLOW, err=True)
         try:
@@ -74,9 +75,8 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
 
 
 def print_summary(path: str) -> None:
-    summary = Summary.read(Path(path))
-    counts = ", ".join(f"{count} {outcome.value}" for outcome, count in summary.counts.by_outcome.items())
-    typer.echo(f"{'dry run' if summary.dry_run else 'run'} {summary.run_id}: {len(summary.items)} item(s): {counts}")
+    """The run's closing line (the same words as its reports) and where its summary went."""
+    typer.echo(run_line(Summary.read(Path(path))))
     typer.echo(f"summary: {path}")
 
 

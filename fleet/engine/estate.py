@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from fleet.model.summary import SUMMARY_FILE, run_suffix, write_atomically
+from fleet.model.summary import DRY_RUN_RULE, SUMMARY_FILE, Outcome, run_suffix, write_atomically
 
 ESTATE_FILE = "estate.json"
 OPERATOR_REPORT = "report/operator.html"
@@ -77,6 +77,12 @@ def tally_summary(summary: dict[str, Any]) -> Tally:
             if isinstance(outcome, str):
                 counts[outcome] = counts.get(outcome, 0) + 1
     by_outcome = {str(name): n for name, n in counts.items() if isinstance(n, int) and n >= 0}
+    dry_run = summary.get("dry_run") is True
+    would = sum(1 for item in items if isinstance(item, dict) and item.get("rule") == DRY_RUN_RULE) if dry_run else 0
+    excluded, updated = Outcome.excluded.value, Outcome.updated.value
+    if would and by_outcome.get(excluded, 0) >= would:  # counted as the words say them: "would update"
+        by_outcome[excluded] -= would
+        by_outcome[updated] = by_outcome.get(updated, 0) + would
     sites = summary.get("sites")
     site_rows = [site for site in sites if isinstance(site, dict)] if isinstance(sites, list) else []
     recorded = any("deferred" in site for site in site_rows)
@@ -91,7 +97,7 @@ def tally_summary(summary: dict[str, Any]) -> Tally:
         deferred=deferred,
         by_outcome=by_outcome,
         errors=len(errors) if isinstance(errors, list) else 0,
-        dry_run=summary.get("dry_run") is True,
+        dry_run=dry_run,
     )
 
 

@@ -22,7 +22,27 @@ from fleet.engine.lanes import Lane, without_sites
 from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
 from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import ApprovalRecord, Cohort, HealthCheck, Item, Outcome, ReportClient, Selection, Summary
+from fleet.model.summary import (
+    ApprovalRecord,
+    Cohort,
+    HealthCheck,
+    Item,
+    LastSync,
+    Outcome,
+    ReportClient,
+    Selection,
+    Summary,
+)
+from fleet.model.vocabulary import (
+    AWAITING_APPROVAL,
+    LIST_SEPARATOR,
+    TO_UPDATE,
+    WOULD_UPDATE,
+    Term,
+    count,
+    operator_voice,
+    planned_from,
+)
 from fleet.pacing.call_sizing import CallSizer
 from fleet.pacing.progress import NightProgress
 from fleet.rules.approval import ApprovalAnswer, settle
@@ -207,12 +227,26 @@ class Night:
         self.naive_syncs = sum(1 for site in sites if site.status is SiteStatus.online)
 
     def planned(self, plan: Plan, request: NightRequest) -> str:
-        """Set the progress totals from the plan; returns its decisions in words."""
-        decided = Counter(item.decision.value for item in plan.items)
-        self.progress.applied.total = 0 if request.dry_run else decided.get(Decision.apply.value, 0)
+        """Set the progress totals from the plan; returns the plan line: its sites and items, and its decisions in
+        the words the summary will count them in (a dry run's: what it would update, and what it planned from)."""
+        decided = Counter(item.decision for item in plan.items)
+        self.progress.applied.total = 0 if request.dry_run else decided.get(Decision.apply, 0)
         if request.run_checks and not request.dry_run:  # at most: only the sites something was applied to
             self.progress.checked.total = len({item.site_id for item in plan.items if item.decision is Decision.apply})
-        return ", ".join(f"{count} {decision}" for decision, count in decided.most_common())
+        voice = operator_voice(request.dry_run)
+        words = {Decision.apply: WOULD_UPDATE if request.dry_run else TO_UPDATE,
+                 # a dry run does not pause at the gate: its summary lists the waiting items held
+                 Decision.awaiting_approval: voice.term(Outcome.held) if request.dry_run else AWAITING_APPROVAL}
+        counted: Counter[Term] = Counter()
+        for decision, number in decided.items():
+            counted[words.get(decision) or voice.term(Outcome(decision.value))] += number
+        order = [words[Decision.apply], *voice.ordered(), AWAITING_APPROVAL]
+        listed = LIST_SEPARATOR.join(term.said(counted[term]) for term in dict.fromkeys(order) if counted[term])
+        line = (f"{'dry-run plan' if request.dry_run else 'plan'}: {count(len(plan.sites), 'site')}, "
+                f"{count(len(plan.items), 'item')}" + (f": {listed}" if listed else ""))
+        if request.dry_run:
+            line += f"; {planned_from(LastSync.of([site.last_sync for site in plan.sites]))}"
+        return line
 
     def judge(self, plan: Plan, position: int, result: CohortResult) -> Cohort:
         """Add a cohort's result; its verdict (a stopped one stops the cohorts after it too)."""

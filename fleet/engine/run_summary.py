@@ -6,6 +6,7 @@ from collections import Counter
 from datetime import datetime
 
 from fleet.model.summary import (
+    DRY_RUN_RULE,
     ApprovalRecord,
     Cohort,
     Containment,
@@ -13,6 +14,7 @@ from fleet.model.summary import (
     HealthCheck,
     Item,
     Job,
+    LastSync,
     NightHold,
     Outcome,
     ReportClient,
@@ -24,7 +26,7 @@ from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.rules.breakage import judge_sites
 from fleet.rules.plan import Plan
 from fleet.rules.policy import Policy
-from fleet.rules.reconcile import DRY_RUN_RULE, not_attempted
+from fleet.rules.reconcile import not_attempted
 from fleet.state.job_journal import OpenRun
 
 
@@ -85,6 +87,7 @@ def build_summary(
         finished_at=finished_at,
         dry_run=plan.dry_run,
         planned_for=plan.planned_for,
+        last_sync=LastSync.of([site.last_sync for site in plan.sites]) if plan.dry_run else None,
         dashboard=dashboard,
         approval=approval,
         selection=plan.selection,
@@ -102,14 +105,17 @@ def build_summary(
 
 
 def clients_with_recipients(clients: list[ReportClient], policy: Policy, site_clients: set[str]) -> list[ReportClient]:
-    """The clients that own selected sites, with the policy's recipients replacing the client's e-mail."""
+    """The clients that own selected sites, with the policy's recipients replacing the client's e-mail, and
+    where their replies go."""
     overrides = {name.lower(): recipients for name, recipients in policy.recipients.items()}
+    replies = {name.lower(): address for name, address in policy.reply_to.items()}
     chosen = []
     for client in clients:
         if client.name not in site_clients:
             continue
         recipients = overrides.get(client.name.lower()) or ([client.email] if client.email else [])
-        chosen.append(client.model_copy(update={"recipients": list(recipients)}))
+        chosen.append(client.model_copy(update={"recipients": list(recipients),
+                                                "reply_to": replies.get(client.name.lower())}))
     return chosen
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from dashboard.models import UpdateType
 
 SUMMARY_FILE = "summary.json"
+DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
 
 
 def run_suffix(flow_run_id: str) -> str:
@@ -328,6 +329,7 @@ class ReportClient(BaseModel):
     held_for_review: str | None = Field(
         None, description="Why the automatic e-mail to this client is held for the operator's review."
     )
+    reply_to: str | None = Field(None, description="Where the client's replies go (the policy's `reply_to`).")
 
 
 class Job(BaseModel):
@@ -395,6 +397,20 @@ class ApprovalRecord(BaseModel):
     timed_out: bool = False
     answered_by: str | None = None
     flow_run_id: str | None = None
+
+
+class LastSync(BaseModel):
+    """When the dashboard last synced the selected sites: what a dry run planned from (it sends no sync)."""
+
+    oldest: datetime
+    newest: datetime
+
+    @classmethod
+    def of(cls, moments: list[datetime | None]) -> LastSync | None:
+        known = [moment for moment in moments if moment is not None]
+        return cls(oldest=min(known), newest=max(known)) if known else None
+
+
 class DashboardWork(BaseModel):
     """Site operations the night asked of the dashboard, against the naive chain (sync all, update, check all,
     re-sync all), and the modelled seconds of each at the times per unit the night measured."""
@@ -418,6 +434,7 @@ class Summary(BaseModel):
     finished_at: datetime
     dry_run: bool = False
     planned_for: datetime | None = Field(None, description="A rehearsal (`--at`): the moment the plan was made for.")
+    last_sync: LastSync | None = Field(None, description="A dry run: the dashboard's last syncs it planned from.")
     dashboard: str | None = None
     selection: Selection = Field(default_factory=Selection)
     # the alarms come before the items in summary.json, so that a reader of the head sees them early

@@ -314,6 +314,10 @@ class Policy(Rules):
     recipients: dict[str, list[str]] = Field(
         default_factory=dict, description="Report recipients per client name, replacing the client's e-mail."
     )
+    reply_to: dict[str, str] = Field(
+        default_factory=dict, description="Where a client's replies to its report go, per client name (the "
+        "message's Reply-To; FLEET_REPLY_TO for the others).",
+    )
     mail_clients_when_broken: bool = Field(
         False, description="Send a client the automatic e-mail even when the night broke one of its sites "
         "(by default it is held for the operator's review).",
@@ -360,6 +364,14 @@ class Policy(Rules):
             for address in addresses:
                 if not _EMAIL.match(address):
                     raise ValueError(f"{address!r} (client {client!r}) is not an e-mail address")
+        return value
+
+    @field_validator("reply_to")
+    @classmethod
+    def _check_reply_to(cls, value: dict[str, str]) -> dict[str, str]:
+        for client, address in value.items():
+            if not _EMAIL.match(address):
+                raise ValueError(f"{address!r} (client {client!r}) is not an e-mail address")
         return value
 
     def rules_for(self, site_keys: Iterable[str], tags: Iterable[str], client: str | None) -> EffectiveRules:
@@ -505,12 +517,16 @@ class EffectiveRules:
 
 
 def check_recipients(policy: Policy, clients: Iterable[str]) -> None:
-    """Raise `PolicyError` naming every `recipients` entry that is not one of the dashboard's clients."""
+    """Raise `PolicyError` naming every `recipients` and `reply_to` entry that is not one of the dashboard's
+    clients."""
     known = {name.lower() for name in clients}
-    unknown = [name for name in policy.recipients if name.lower() not in known]
-    if unknown:
-        listed = ", ".join(repr(name) for name in unknown)
-        raise PolicyError(f"recipients: the dashboard has no client named {listed}")
+    problems = []
+    for key, named in (("recipients", policy.recipients), ("reply_to", policy.reply_to)):
+        unknown = [name for name in named if name.lower() not in known]
+        if unknown:
+            problems.append(f"{key}: the dashboard has no client named {', '.join(repr(name) for name in unknown)}")
+    if problems:
+        raise PolicyError("; ".join(problems))
 
 
 def _format_error(path: Path, error: ValidationError) -> str:

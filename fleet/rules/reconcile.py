@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from fleet.model.summary import Item, Outcome
+from fleet.model.summary import DRY_RUN_RULE, Item, Outcome
 from fleet.rules.execution import CallResult, ItemReport, JobOutcome
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
 
-DRY_RUN_RULE = "dry_run"
 NOT_VERIFIED = "updated, not verified"  # how an `updated` item's reason starts when only the answer says so
 
 

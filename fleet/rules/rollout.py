@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 
 from fleet.model.summary import Cohort, HealthCheck, Item, Outcome
+from fleet.model.vocabulary import count, operator_voice
 from fleet.rules.plan import Decision, Plan, PlanCohort, SiteRecord
 from fleet.rules.policy import Rollout, Rule
 
@@ -84,6 +85,14 @@ def judge_cohort(cohort: PlanCohort, failures: int) -> Cohort:
         name=cohort.name, sites=len(cohort.site_ids), failures=failures, status="stopped" if over else "completed",
         reason=reason,
     )
+
+
+def cohort_line(verdict: Cohort) -> str:
+    """The cohort's verdict in the log: its sites, and how many of them failed and what that counts."""
+    voice = operator_voice()
+    *first, last = [voice.term(outcome).word for outcome in sorted(FAILED_OUTCOMES, key=list(Outcome).index)]
+    return (f"cohort {verdict.name!r}: {count(verdict.sites, 'site')}, {count(verdict.failures, 'failed site')} "
+            f"(an item {', '.join(first)} or {last}, or a failed check); {verdict.status}")
 
 
 def stop_cohorts(plan: Plan, stopped: list[PlanCohort], because: Cohort) -> list[Cohort]:

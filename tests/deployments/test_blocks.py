@@ -21,6 +21,7 @@ ENV = {
     "FLEET_SMTP_SECURITY": "ssl",
     "FLEET_SMTP_USER": "reports",
     "FLEET_SMTP_PASSWORD": "mail-pass-123",
+    "FLEET_MAIL_FROM": "reports@example.com",  # the sender is not in the block, but mail over SMTP needs one
 }
 
 
@@ -44,6 +45,15 @@ def test_blocks_save_round_trip_without_printing_secrets(monkeypatch: pytest.Mon
     again = CliRunner().invoke(app, ["blocks", "save", "--dashboard", "prod"])
     assert again.exit_code == 2 and "overwrite" in again.output.lower()
     assert CliRunner().invoke(app, ["blocks", "save", "--dashboard", "prod", "--overwrite"]).exit_code == 0
+
+
+def test_an_email_block_is_not_saved_from_settings_that_could_not_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("FLEET_MAIL_FROM")
+    result = CliRunner().invoke(app, ["blocks", "save", "--email", "mail-without-sender"])
+    assert result.exit_code == 2 and "FLEET_MAIL_FROM is not set" in " ".join(result.output.split())
+    assert "mail-pass-123" not in result.output
 
 
 def test_blocks_save_names_a_missing_setting(monkeypatch: pytest.MonkeyPatch) -> None:

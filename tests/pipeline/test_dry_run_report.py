@@ -30,7 +30,7 @@ async def test_a_dry_run_report_leads_with_what_it_would_apply(dashboard, monkey
 
     report = Path(path).parent / "report"
     text = (report / "operator.txt").read_text()
-    headline = f"{len(would)} updates would be applied on {len(sites)} sites"
+    headline = f"Would update {len(would)} of {len(summary.items)} items on {len(sites)} sites"
     assert headline in text
     assert text.index(headline) < text.index(f"Would update ({len(would)})") < text.index("Would not update, and why")
     first = would[0]
@@ -40,5 +40,5 @@ async def test_a_dry_run_report_leads_with_what_it_would_apply(dashboard, monkey
     # the operator gets the dry run's report (here as .eml: no SMTP host); clients never do
     assert {d.report for d in summary.deliveries} == {"operator"} and summary.deliveries[0].eml_path
     eml = (Path(path).parent / summary.deliveries[0].eml_path).read_text()
-    assert f"{len(would)} would update" in eml and "(dry run)" in eml
+    assert f"(dry run): would update {len(would)}" in eml
     assert {item.outcome for item in summary.items[: len(would)]} == {Outcome.excluded}

@@ -55,6 +55,34 @@ async def test_policy_recipients_naming_an_unknown_client_is_an_error_naming_it(
 
 
 @pytest.mark.usefixtures("prefect_harness")
+async def test_policy_reply_to_naming_an_unknown_client_is_an_error_naming_it(dashboard, tmp_path: Path):
+    emulator = dashboard(sites=10, seed=6)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("reply_to:\n  Acme Typo Inc: care@agency.example\n")
+    before = emulator.writes()
+    state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
+    error = await state.result(raise_on_failure=False)
+    assert isinstance(error, PolicyError)
+    assert str(error) == "reply_to: the dashboard has no client named 'Acme Typo Inc'"
+    assert emulator.writes() == before
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_night_that_would_send_over_smtp_without_a_sender_stops_before_any_request(dashboard, tmp_path: Path,
+                                                                                    monkeypatch):
+    emulator = dashboard(sites=10, seed=6)
+    monkeypatch.setenv("FLEET_SMTP_HOST", "smtp.agency.example")
+    monkeypatch.delenv("FLEET_MAIL_FROM", raising=False)
+    before = sum(emulator.truth()["request_counts"].values())
+    result = CliRunner().invoke(app, ["nightly", "--report-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "mail_from: FLEET_MAIL_FROM is not set: mail sent over SMTP (FLEET_SMTP_HOST) needs a sender" \
+        in result.output
+    assert sum(emulator.truth()["request_counts"].values()) == before  # not even the fleet was listed
+    assert not list(tmp_path.rglob("summary.json"))
+
+
+@pytest.mark.usefixtures("prefect_harness")
 def test_fleet_update_exits_2_on_recipients_naming_an_unknown_client(dashboard, tmp_path: Path):
     emulator = dashboard(sites=10, seed=6)
     policy = tmp_path / "policy.yaml"

@@ -52,6 +52,7 @@ def test_yaml_and_toml_files_load_the_same_policy(tmp_path: Path):
         ({"rollout": {"cohorts": ["group:a"]}}, "is not a cohort"),
         ({"rollout": {"cohorts": ["rest"], "failure_budget": "lots"}}, "percentage such as `10%`"),
         ({"recipients": {"Acme": ["not-an-address"]}}, "is not an e-mail address"),
+        ({"reply_to": {"Acme": "care at acme"}}, "reply_to: 'care at acme' (client 'Acme') is not an e-mail address"),
         ({"overrides": {"sites": {"12": {"semver": "tiny"}}}}, "overrides.sites.12.semver"),
         (["semver", "minor"], "must be a mapping"),
     ],

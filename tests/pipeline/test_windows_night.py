@@ -114,7 +114,7 @@ async def test_an_hourly_write_run_touches_only_the_sites_inside_their_window(da
     rendered = render_reports(Path(summary_path).parent)
     text = rendered.path(rendered.operator, ".txt").read_text()
     assert "Not touched tonight: maintenance windows" in text and "next opening" in text
-    assert f"{len(outside)} site(s): outside its maintenance window (" in text
+    assert f"{len(outside)} sites: outside its maintenance window (" in text
     html = rendered.path(rendered.operator, ".html").read_text()
     assert html.count('data-row="window-group"') == 1
     again, _ = read_run(await update_fleet(policy_file=policy))  # the next hourly run, same window day
@@ -170,7 +170,10 @@ async def test_the_gate_pauses_is_approved_through_prefect_and_applies_the_item(
     assert any(installed(truth, i.site_id, i.type, i.slug) == i.from_version for i in gated)  # not before the gate
     assert summary.approval.approved == len(gated) and summary.approval.answered_by == "Ada"
     rendered = render_reports(Path(night.result()).parent)
-    assert f"{len(gated)} of {len(gated)} update(s) that needed approval were approved by Ada" in rendered.path(
+    n = len(gated)
+    said = (f"{n} of {n} update{'' if n == 1 else 's'} that needed approval {'was' if n == 1 else 'were'} approved "
+            "by Ada")
+    assert said in rendered.path(
         rendered.operator, ".txt").read_text()
     assert {item.outcome for item in summary.items if item.slug != slug and item.rule is None} <= {Outcome.updated}
 

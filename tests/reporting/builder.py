@@ -1,7 +1,8 @@
 """Realistic run summaries for report tests: several clients, every outcome, a few nights for the trends.
 
 `python -m tests.reporting.builder DIR` writes a set of nights under DIR (used for docs/sample-report.png);
-`python -m tests.reporting.builder DIR --looks` gives the last night screenshots too (docs/sample-*-looks.png).
+`--dry-run` adds the dry run of the afternoon before the last night (docs/sample-dry-run-report.png);
+`--looks` gives the last night screenshots too (docs/sample-*-looks.png).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from fleet.model.summary import (
+    DRY_RUN_RULE,
     Band,
     Cohort,
     HealthCheck,
     Item,
     Job,
+    LastSync,
     Outcome,
     PageLook,
     ReportClient,
@@ -64,9 +67,12 @@ REASONS = {
     Outcome.excluded: ["Major version: semver rule allows minor and patch only", "Core updates are off for this tag"],
     Outcome.unchanged: ["Reported success but the installed version is still the old one"],
     Outcome.skipped: ["Site offline: connection refused"],
+    Outcome.deferred: ["outside its maintenance window (22:00-06:00 Europe/Dublin); next window opens Sat 21 Nov "
+                       "2026 22:00 GMT"],
     Outcome.unknown: ["No answer within 300 s"],
 }
-RULES = {Outcome.held: "hold", Outcome.excluded: "semver:minor", Outcome.ignored: "ignore:global"}
+RULES = {Outcome.held: "hold", Outcome.excluded: "semver:minor", Outcome.ignored: "ignore:global",
+         Outcome.deferred: "window"}
 
 
 def _item(site: SiteReport, kind: UpdateType, entry: tuple[str, str, str, str], outcome: Outcome, night: date,
@@ -164,6 +170,31 @@ def write_nights(
         build_summary(night, seed=seed, xss_probe=xss_probe).write(run_dir)
         run_dirs.append(run_dir)
     return run_dirs
+
+
+ATTEMPTED = (Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown)
+
+
+def write_dry_run(base: Path, night: date, *, seed: int = 7) -> Path:
+    """The dry run of the afternoon before `night`: the items that night attempts, as what the dry run would update
+    (`excluded`, rule `dry_run`), planned from the dashboard's last syncs of the day before; nothing checked."""
+    summary = build_summary(night, seed=seed, xss_probe=False)
+    started = datetime(night.year, night.month, night.day, tzinfo=UTC) - timedelta(hours=8)  # 16:00 the day before
+    for item in summary.items:
+        if item.outcome in ATTEMPTED:
+            item.outcome, item.rule, item.until = Outcome.excluded, DRY_RUN_RULE, None
+            item.reason = f"dry run: would update {item.from_version or '?'} -> {item.to_version or 'latest'}"
+    summary.items.sort(key=lambda item: item.rule != DRY_RUN_RULE)  # as a dry run writes them: what it would apply
+    for site in summary.sites:
+        site.check, site.updated = None, False
+    summary = summary.model_copy(update={
+        "run_id": f"dry-run-{night.isoformat()}", "dry_run": True, "started_at": started,
+        "finished_at": started + timedelta(seconds=41), "counts": Summary.count(summary.items), "jobs": [],
+        "cohorts": [], "last_sync": LastSync(oldest=started - timedelta(hours=22, minutes=40),
+                                             newest=started - timedelta(minutes=12))})
+    run_dir = base / f"{(night - timedelta(days=1)).isoformat()}T16-00-00-dry-run"
+    summary.write(run_dir)
+    return run_dir
 
 
 BROKEN_LOOK = "shop.northwindbakery.co.uk"  # the night blanked its main section
@@ -264,6 +295,8 @@ def write_looks(summary: Summary, run_dir: Path, *, page_name: str = "checkout")
 
 if __name__ == "__main__":
     runs = write_nights(Path(sys.argv[1]), xss_probe=False)
+    if "--dry-run" in sys.argv[2:]:
+        runs.insert(-1, write_dry_run(Path(sys.argv[1]), Summary.read(runs[-1]).started_at.date()))
     if "--looks" in sys.argv[2:]:
         write_looks(Summary.read(runs[-1]), runs[-1])
     for path in runs:

@@ -71,7 +71,7 @@ def test_an_unreachable_dashboard_alerts_by_smtp_and_webhook_with_one_line_and_e
         "FLEET_BASE_URL": f"http://127.0.0.1:{closed}/wp-json", "FLEET_API_KEY": "secret==key",
         "FLEET_NAMESPACE": "svc", "FLEET_MAX_ATTEMPTS": "2", "FLEET_RETRY_INITIAL": "0.01",
         "FLEET_SMTP_HOST": smtp_server.host, "FLEET_SMTP_PORT": str(smtp_server.port), "FLEET_SMTP_SECURITY": "none",
-        "FLEET_SMTP_ATTEMPTS": "1", "FLEET_REPORT_TO": "ops@example.com",
+        "FLEET_SMTP_ATTEMPTS": "1", "FLEET_REPORT_TO": "ops@example.com", "FLEET_MAIL_FROM": "fleet@example.com",
         "FLEET_ALERT_BLOCKS": "custom-webhook/pager", "FLEET_REPORT_DIR": str(tmp_path / "reports"),
     }
 

@@ -53,7 +53,8 @@ def test_the_broken_clients_report_goes_to_the_operator_marked_and_is_released_o
 
     for name, value in {"FLEET_SMTP_HOST": smtp_server.host, "FLEET_SMTP_PORT": str(smtp_server.port),
                         "FLEET_SMTP_SECURITY": "none", "FLEET_SMTP_USER": SMTP_USER,
-                        "FLEET_SMTP_PASSWORD": SMTP_PASSWORD, "FLEET_REPORT_TO": OPERATORS[0]}.items():
+                        "FLEET_SMTP_PASSWORD": SMTP_PASSWORD, "FLEET_REPORT_TO": OPERATORS[0],
+                        "FLEET_MAIL_FROM": "reports@agency.example"}.items():
         monkeypatch.setenv(name, value)
     smtp_server.mailbox.received.clear()
     released = CliRunner().invoke(app, ["report", str(broken_night), "--send", "--client", CLIENT])
@@ -73,6 +74,7 @@ def test_a_dry_runs_report_is_never_sent_to_a_client(broken_night: Path, smtp_se
     monkeypatch.setenv("FLEET_SMTP_HOST", smtp_server.host)
     monkeypatch.setenv("FLEET_SMTP_PORT", str(smtp_server.port))
     monkeypatch.setenv("FLEET_SMTP_SECURITY", "none")
+    monkeypatch.setenv("FLEET_MAIL_FROM", "reports@agency.example")
     result = CliRunner().invoke(app, ["report", str(broken_night), "--send", "--client", CLIENT])
     assert result.exit_code == 2 and "is a dry run" in result.output
     assert smtp_server.mailbox.received == []

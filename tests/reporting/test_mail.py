@@ -62,7 +62,8 @@ def test_operator_and_client_messages_arrive_with_both_parts_charts_and_the_righ
         assert_is_the_report(got.message, run_copy, report)
     accepted = {(d.report, d.recipient) for d in deliveries if d.accepted}
     assert accepted == {(n, r) for n, rs in expected_recipients.items() for r in rs}
-    assert all(d.answer.startswith("250 ") and "queued as 4F2A9" in d.answer for d in deliveries if d.accepted)
+    # the server's answer to the message, once (not the recipient's "250 2.1.5 Recipient OK" before it)
+    assert {d.answer for d in deliveries if d.accepted} == {"250 2.0.0 Ok: queued as 4F2A9"}
     orchard = [d for d in deliveries if d.report == "Orchard Physio"]
     assert len(orchard) == 1 and not orchard[0].accepted and Path(orchard[0].eml_path).is_file()
     assert delivery_problems(deliveries) == []
@@ -77,8 +78,9 @@ def assert_is_the_report(message: EmailMessage, rendered: RenderedRun, report: R
     images = {part["Content-ID"]: part.get_content() for part in message.walk()
               if part.get_content_type() == "image/png"}  # fmt: skip
     charts = {f"<{cid}>": rendered.chart_path(report, cid).read_bytes() for cid in report.charts}
-    assert images == charts and len(images) == 2
-    assert "data:image" not in html and html.count('src="cid:') == 2
+    # the operator's: outcomes per night and failure rate per plugin over the fleet; a client's: outcomes only
+    assert images == charts and len(images) == (2 if report.name == OPERATOR else 1)
+    assert "data:image" not in html and html.count('src="cid:') == len(images)
     for cid, png in charts.items():
         html = html.replace(f'src="cid:{cid.strip("<>")}"', f'src="{data_uri(png)}"')
     assert html.replace("\r\n", "\n") == body(rendered, report, ".html") + "\n"  # MIME ends text parts in one
@@ -140,7 +142,7 @@ def test_an_unreachable_server_fails_every_recipient_with_the_reason(run_copy: R
     from tests.reporting.conftest import free_port
 
     settings = MailSettings(_env_file=None, smtp_host="127.0.0.1", smtp_port=free_port(), smtp_security="none",
-                            smtp_attempts=3, smtp_retry_wait=0.01, report_to=OPERATORS,
+                            smtp_attempts=3, smtp_retry_wait=0.01, report_to=OPERATORS, mail_from=OPERATORS[0],
                             smtp_user=SMTP_USER, smtp_password=SMTP_PASSWORD)  # fmt: skip
     with caplog.at_level(logging.DEBUG):
         deliveries = deliver_reports(run_copy, settings)
@@ -223,9 +225,62 @@ def test_settings_come_from_the_prefect_email_block(monkeypatch):
     from prefect_email import EmailServerCredentials
 
     monkeypatch.setenv("FLEET_REPORT_TO", "ops@agency.example")
+    monkeypatch.setenv("FLEET_MAIL_FROM", "reports@agency.example")
     block = EmailServerCredentials(username=SMTP_USER, password=SMTP_PASSWORD, smtp_server="mail.agency.example",
                                    smtp_type="STARTTLS")  # fmt: skip
     settings = MailSettings.from_credentials(block, _env_file=None)
     assert (settings.smtp_host, settings.port, settings.smtp_security) == ("mail.agency.example", 587, "starttls")
     assert settings.smtp_user == SMTP_USER and settings.smtp_password.get_secret_value() == SMTP_PASSWORD
     assert settings.report_to == ["ops@agency.example"] and settings.smtp_verify_tls
+
+
+def test_a_real_send_needs_a_sender_and_a_file_does_not():
+    with pytest.raises(ValueError, match="mail_from\n  FLEET_MAIL_FROM is not set: mail sent over SMTP"):
+        MailSettings(_env_file=None, smtp_host="smtp.agency.example")
+    eml = MailSettings(_env_file=None)
+    assert eml.sender == "fleet-maintenance@localhost" and eml.replies_to() is None  # nobody reads a reply to it
+    named = MailSettings(_env_file=None, smtp_host="smtp.agency.example", mail_from="Reports <reports@agency.example>")
+    assert named.sender == "Reports <reports@agency.example>" and named.replies_to() == named.sender
+    for bad in ("reports", "a@b.example\r\nBcc: x@y.example"):
+        with pytest.raises(ValueError, match="not an e-mail address"):
+            MailSettings(_env_file=None, mail_from=bad)
+
+
+def footer(rendered: RenderedRun, name: str, suffix: str = ".txt") -> str:
+    """A report's footer (the text's, after its `--`), or its whole HTML."""
+    text = body(rendered, next(report for report in rendered.reports if report.name == name), suffix)
+    return text.rsplit("\n--\n", 1)[-1] if suffix == ".txt" else text
+
+
+def test_a_reply_reaches_whom_the_clients_footer_promises(run_copy: RenderedRun, smtp_server: SmtpServer):
+    """FLEET_REPLY_TO for every message; a client's own `reply_to` (the policy's, in summary.json) for its report;
+    the footer promises what the Reply-To header says, and nothing when no reply would reach anyone."""
+    from reporting.run_report import render_run
+
+    summary = Summary.read(run_copy.run_dir)
+    for client in summary.clients:
+        if client.name == "Acme Dental":
+            client.reply_to = "care@agency.example"
+    summary.write(run_copy.run_dir)
+    result = render_run(run_copy.run_dir, send=True,
+                        settings=settings_for(smtp_server, reply_to="help@agency.example"))
+    assert result.ok, result.problems
+    received = {r.message["Subject"].strip(): r.message for r in smtp_server.mailbox.received}
+    rendered = run_copy  # its files were written again, with the promise
+    by_name = {report.name: report for report in rendered.reports}
+    acme, birch = received[by_name["Acme Dental"].subject], received[by_name["Birch & Co Architects"].subject]
+    operator = received[by_name[OPERATOR].subject]
+    assert acme["Reply-To"] == "care@agency.example" and acme["From"] == "Fleet reports <reports@agency.example>"
+    assert birch["Reply-To"] == operator["Reply-To"] == "help@agency.example"
+    assert "Questions? Just reply to this e-mail: it reaches care@agency.example." in footer(rendered, "Acme Dental")
+    assert "it reaches care@agency.example." in footer(rendered, "Acme Dental", ".html")
+    assert "it reaches help@agency.example." in footer(rendered, "Birch & Co Architects")
+    assert "Questions?" not in footer(rendered, OPERATOR)
+
+    plain = render_run(run_copy.run_dir, send=True, settings=MailSettings(_env_file=None, report_to=OPERATORS))
+    assert plain.ok  # written as .eml files to forward by hand: no sender, so no promise of an answer
+    assert "Questions?" not in footer(rendered, "Birch & Co Architects")
+    assert "it reaches care@agency.example." in footer(rendered, "Acme Dental")  # its own address still answers
+    birch_eml = message_from_bytes((run_copy.run_dir / f"{by_name['Birch & Co Architects'].file_stem}.eml")
+                                   .read_bytes(), policy=policy.default)
+    assert birch_eml["Reply-To"] is None and birch_eml["From"] == "fleet-maintenance@localhost"

@@ -14,8 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from fleet.model.summary import Outcome, Summary
-from reporting.aggregate import LEFT_OUT
-from reporting.model import OUTCOME_TITLES
+from fleet.model.vocabulary import LEFT_OUT, Term, Voice, client_voice, operator_voice
 from reporting.render import data_uri
 from reporting.run_report import OPERATOR, RenderedRun, render_reports, render_run
 from tests.reporting.builder import CLIENTS, UNASSIGNED, XSS, build_summary
@@ -61,7 +60,7 @@ def expected(run_dir: Path, client: str | None) -> dict[str, int]:
     numbers |= {
         "total": len(items),
         "sites": len(sites),
-        "not_updated": len(items) - by_outcome["updated"] - by_outcome["failed"],
+        "not_updated": len(items) - by_outcome["updated"],
         "checked": len(checked),
         "healthy": sum(
             1 for c in checked if c["error"] is None and c["online"] is not False and c["probe_ok"] is not False
@@ -73,54 +72,67 @@ def expected(run_dir: Path, client: str | None) -> dict[str, int]:
     return numbers
 
 
-def listed(outcome: Outcome, numbers: dict[str, int], client: bool) -> int:
-    """Items of `outcome` the not-done section lists: a client reads ignored and excluded ones as a sentence."""
-    return 0 if client and outcome in LEFT_OUT else numbers[outcome.value]
+def in_words(numbers: dict[str, int], client: bool) -> tuple[Voice, dict[Term, int]]:
+    """The report's words, and the number each of them should carry (every word, zero or not)."""
+    voice = client_voice() if client else operator_voice()
+    by_outcome = {outcome: numbers[outcome.value] for outcome in Outcome}
+    return voice, {term: voice.total(by_outcome, term) for term in voice.ordered()}
+
+
+def listed(term: Term, said: dict[Term, int], client: bool) -> int:
+    """Items of a word the not-done section lists: a client reads what was left out on purpose as a sentence."""
+    return 0 if client and term == LEFT_OUT else said[term]
 
 
 def check_left_out(document: str, numbers: dict[str, int], client: bool) -> None:
     left_out = numbers["ignored"] + numbers["excluded"]
-    found = re.search(r"(\d+) updates? on \d+ sites? (?:was|were) left out on purpose", document)
+    found = re.search(r"Left out on purpose (\d+) \(on \d+ sites?\)", document)
     assert (int(found.group(1)) if found else 0) == (left_out if client else 0)
 
 
 def check_html(html: str, numbers: dict[str, int], client: bool) -> None:
     marked = Marked(html)
-    for metric in ("updated", "failed", "not_updated", "sites", "checked", "healthy", "open_incidents"):
+    voice, said = in_words(numbers, client)
+    assert marked.values["metric:failed"] == said[voice.attention]
+    for metric in ("updated", "not_updated", "sites", "checked", "healthy", "open_incidents"):
         assert marked.values[f"metric:{metric}"] == numbers[metric], metric
-    for outcome in Outcome:
-        assert marked.values.get(f"outcome:{outcome.value}", 0) == numbers[outcome.value], outcome
-        if outcome is not Outcome.updated:
-            assert marked.values.get(f"group:{outcome.value}", 0) == listed(outcome, numbers, client), outcome
+    for term, number in said.items():
+        assert marked.values.get(f"outcome:{term.key}", 0) == number, term
+        if term != voice.done:
+            assert marked.values.get(f"group:{term.key}", 0) == listed(term, said, client), term
+            assert marked.rows[term.key] == listed(term, said, client), term
     assert marked.values["outcome:total"] == numbers["total"]
     assert marked.rows["updated"] == numbers["updated"]  # every updated item is listed (under the row cap)
-    for outcome in Outcome:
-        if outcome is not Outcome.updated:
-            assert marked.rows[outcome.value] == listed(outcome, numbers, client)
     check_left_out(html, numbers, client)
 
 
 def check_text(text: str, numbers: dict[str, int], client: bool) -> None:
-    for label, key in (("Sites", "sites"), ("Updated", "updated"), ("Failed", "failed"), ("Not done", "not_updated")):
-        assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(numbers[key]), label
-    for outcome in Outcome:
-        found = re.search(rf"^  {re.escape(OUTCOME_TITLES[outcome])}\s+(\d+)$", text, re.M)
-        assert (int(found.group(1)) if found else 0) == numbers[outcome.value], outcome
-        if outcome is not Outcome.updated and listed(outcome, numbers, client):
-            group = re.search(rf"^{re.escape(OUTCOME_TITLES[outcome])} \((\d+)\): ", text, re.M)
-            assert int(group.group(1)) == numbers[outcome.value]
+    voice, said = in_words(numbers, client)
+    for label, number in (("Sites", numbers["sites"]), ("Updated", numbers["updated"]),
+                          ("Not updated", numbers["not_updated"]), (voice.attention.title, said[voice.attention])):
+        assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(number), label
+    glance = text.split("  By outcome:\n", 1)[1].split("\n\n", 1)[0]
+    for term, number in said.items():
+        found = re.search(rf"^  {re.escape(term.title)}\s+(\d+)$", glance, re.M)
+        assert (int(found.group(1)) if found else 0) == number, term
+        if term != voice.done and listed(term, said, client):
+            group = re.search(rf"^{re.escape(term.title)} \((\d+)\): ", text, re.M)
+            assert int(group.group(1)) == number
     assert re.search(r"^  Total\s+(\d+)$", text, re.M).group(1) == str(numbers["total"])
+    assert re.search(r"^Not updated, and why \((\d+)\)$", text, re.M).group(1) == str(numbers["not_updated"])
     check_left_out(text, numbers, client)
     health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open incidents?", text, re.M)
     assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
 
 
-def check_markdown(md: str, numbers: dict[str, int]) -> None:
+def check_markdown(md: str, numbers: dict[str, int], client: bool) -> None:
+    voice, said = in_words(numbers, client)
     tiles = re.search(r"^\| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \| \*\*(\d+)\*\* \|$", md, re.M)
-    assert tuple(map(int, tiles.groups())) == tuple(numbers[k] for k in ("updated", "failed", "not_updated", "sites"))
-    for outcome in Outcome:
-        found = re.search(rf"^\| {re.escape(OUTCOME_TITLES[outcome])} \| (\d+) \|$", md, re.M)
-        assert (int(found.group(1)) if found else 0) == numbers[outcome.value], outcome
+    assert tuple(map(int, tiles.groups())) == (numbers["updated"], numbers["not_updated"], said[voice.attention],
+                                               numbers["sites"])
+    for term, number in said.items():
+        found = re.search(rf"^\| {re.escape(term.title)} \| (\d+) \|$", md, re.M)
+        assert (int(found.group(1)) if found else 0) == number, term
     updated_section = md.split("## Updated", 1)[1].split("\n## ", 1)[0] if numbers["updated"] else ""
     assert len(re.findall(r"^\| (?!Site \||---)", updated_section, re.M)) == numbers["updated"]
 
@@ -133,7 +145,7 @@ def test_every_report_tells_the_numbers_of_summary_json(rendered: RenderedRun):
         client = report.name != OPERATOR
         check_html(body(rendered, report, ".html"), numbers, client)
         check_text(body(rendered, report, ".txt"), numbers, client)
-        check_markdown(body(rendered, report, ".md"), numbers)
+        check_markdown(body(rendered, report, ".md"), numbers, client)
 
 
 def test_operator_report_has_every_section(rendered: RenderedRun):
@@ -152,7 +164,7 @@ def test_operator_report_has_every_section(rendered: RenderedRun):
         for label, *numbers in re.findall(r"^  (.{30}) +(\d+) +(\d+) +(\d+) +(\d+)$", text.split("\nBy client\n")[1]
                                           .split("\nBy type\n")[0], re.M)
     }  # fmt: skip
-    assert sum(updated + failed + not_done for _, updated, failed, not_done in by_client.values()) == (
+    assert sum(updated + not_updated for _, updated, not_updated, _ in by_client.values()) == (
         expected(rendered.run_dir, None)["total"]
     )
     assert by_client["(no client)"][0] == len(UNASSIGNED)
@@ -217,7 +229,7 @@ def test_a_night_with_nothing_to_update_is_sensible_and_hides_empty_sections(tmp
     assert re.findall(r"^## (.+)$", md, re.M) == ["Health checks"]
     assert "Not updated, and why" not in text and "By outcome" not in text
     assert "All 11 sites were up to date: there was nothing to update." in text
-    assert rendered.operator.subject.endswith(": 0 updated")
+    assert rendered.operator.subject.endswith(": updated 0")
 
 
 def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
@@ -230,7 +242,7 @@ def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
     result = render_run(tmp_path / "held", send=False)
     report = (tmp_path / "held" / "report" / "operator.txt").read_text()
     assert result.ok and result.deliveries == []
-    assert "No updates were applied" in report
+    assert "Updated 0 of " in report
     assert "Updated (" not in report and "Hold ends 01 Dec 2026" in report
     check_text(report, expected(tmp_path / "held", None), client=False)
 

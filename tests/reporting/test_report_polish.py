@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from fleet.model.vocabulary import operator_voice
 from reporting import charts
 from reporting.model import Headline, PluginFailure
 from reporting.render import data_uri
@@ -31,8 +32,8 @@ def test_the_first_night_has_a_chart_of_its_outcomes_by_type(tmp_path: Path):
 
 
 def test_all_healthy_is_never_said_over_sites_that_could_not_be_checked():
-    headline = Headline(sites=40, sites_updated=30, items=100, by_outcome={}, checked=34, healthy=34,
-                        open_incidents=0, unusable=6)
+    headline = Headline(voice=operator_voice(), sites=40, sites_updated=30, items=100, by_outcome={}, checked=34,
+                        healthy=34, open_incidents=0, unusable=6)
     assert headline.health == ("All 34 checked sites are healthy; 6 sites could not be worked on "
                                "(offline, suspended, disconnected or too old).")
     assert not headline.healthy_everywhere

@@ -4,6 +4,7 @@ happens next for a client, ignored and excluded items as one sentence for a clie
 from __future__ import annotations
 
 from fleet.model.summary import Item, Outcome, UpdateType
+from fleet.model.vocabulary import NOT_INSTALLED, client_voice, operator_voice
 from reporting.aggregate import alarms, items_frame, left_out_sentence, not_done
 from reporting.model import Headline, NotDoneRow
 from reporting.rows import ItemRow
@@ -23,11 +24,12 @@ def test_the_operator_reads_one_row_per_item_outcome_and_reason_with_its_sites_n
     frame = items_frame([item(site, "hello", Outcome.ignored, "on the dashboard's ignore list") for site in range(1, 8)]
                         + [item(1, "forms", Outcome.failed, CODE), item(2, "forms", Outcome.failed, CODE),
                            item(3, "forms", Outcome.failed, "Could not copy file")])
-    groups = {group.outcome: group for group in not_done(frame, 10)}
-    ignored = groups[Outcome.ignored]
+    voice = operator_voice()
+    groups = {group.term: group for group in not_done(frame, 10, voice)}
+    ignored = groups[voice.term(Outcome.ignored)]
     assert (ignored.total, len(ignored.shown), ignored.more) == (7, 1, 0)
     assert ignored.shown[0].site_names == "Site 1, Site 2, Site 3 and 4 more sites"
-    failed = groups[Outcome.failed]
+    failed = groups[voice.term(Outcome.failed)]
     assert failed.total == 3 and [(row.why, row.sites) for row in failed.shown] == [
         (CODE, ["Site 1", "Site 2"]), ("Could not copy file", ["Site 3"])]  # the operator keeps the error code
 
@@ -44,7 +46,9 @@ def test_a_client_reads_what_happens_next_with_no_error_code() -> None:
     frame = items_frame([item(1, "forms", Outcome.failed, CODE), item(2, "shop", Outcome.failed, CODE),
                          item(3, "cache", Outcome.unknown, "HTTP 504: Gateway Time-out")])
     held = {("plugin", "shop", "2.0"): "it broke a site on the first night"}
-    whys = {row.name: row.why for group in not_done(frame, 10, client=True, held=held) for row in group.shown}
+    groups = not_done(frame, 10, client_voice(), client=True, held=held)
+    assert [(group.term, group.total) for group in groups] == [(NOT_INSTALLED, 3)]  # one word for all three
+    whys = {row.name: row.why for group in groups for row in group.shown}
     assert whys["Forms"] == "Not installed: it will be tried again next night."
     assert "held back on every site" in whys["Shop"] and "it broke a site on the first night" in whys["Shop"]
     assert "next night" in whys["Cache"]
@@ -54,25 +58,30 @@ def test_a_client_reads_what_happens_next_with_no_error_code() -> None:
 def test_a_client_reads_ignored_and_excluded_items_as_one_sentence() -> None:
     frame = items_frame([item(1, "hello", Outcome.ignored), item(2, "hello", Outcome.ignored),
                          item(2, "akismet", Outcome.excluded), item(3, "forms", Outcome.held, "frozen")])
-    assert [group.outcome for group in not_done(frame, 10, client=True)] == [Outcome.held]
-    assert left_out_sentence(frame) == ("3 updates on 2 sites were left out on purpose (kept back by agreement or by "
-                                        "our maintenance policy).")
-    assert left_out_sentence(items_frame([item(1, "hello", Outcome.ignored)])).startswith("1 update on 1 site was")
+    voice = client_voice()
+    assert [group.term for group in not_done(frame, 10, voice, client=True)] == [voice.term(Outcome.held)]
+    assert left_out_sentence(frame) == ("Left out on purpose 3 (on 2 sites): kept back by agreement or by our "
+                                        "maintenance policy.")
+    assert left_out_sentence(items_frame([item(1, "hello", Outcome.ignored)])).startswith("Left out on purpose 1 "
+                                                                                          "(on 1 site)")
     assert left_out_sentence(items_frame([item(1, "forms", Outcome.held)])) == ""
 
 
 def test_one_and_many_are_written_right() -> None:
     def headline(**values: int) -> Headline:
-        counts = {outcome: 0 for outcome in Outcome} | {Outcome.updated: values.pop("updated", 0)}
-        return Headline(by_outcome=counts, open_incidents=0, **values)
+        counts = {outcome: 0 for outcome in Outcome} | {Outcome.updated: values.pop("updated", 0),
+                                                        Outcome.held: values.pop("held", 0)}
+        return Headline(voice=operator_voice(), by_outcome=counts, open_incidents=0, **values)
 
     one = headline(sites=1, sites_updated=1, items=1, updated=1, checked=1, healthy=1)
     assert one.health == "The checked site is healthy."
-    assert one.sentence == "1 of 1 pending update was applied on 1 site."
+    assert one.sentence == "Updated 1 of 1 item on 1 site."
     assert headline(sites=1, sites_updated=0, items=0, checked=0, healthy=0).sentence.startswith("The site was up")
-    many = headline(sites=9, sites_updated=2, items=5, updated=2, checked=3, healthy=2)
+    many = headline(sites=9, sites_updated=2, items=5, updated=2, held=3, checked=3, healthy=2)
     assert many.health == "1 of 3 checked sites needs attention."
-    assert many.sentence == "2 of 5 pending updates were applied on 2 sites; 3 were not done (see why below)."
+    assert many.sentence == "Updated 2 of 5 items on 2 sites; not updated 3 (see why below): held 3."
+    none = headline(sites=2, sites_updated=0, items=3, held=3, checked=0, healthy=0)
+    assert none.sentence == "Updated 0 of 3 items; not updated 3 (see why below): held 3."
 
 
 def test_rendered_client_reports_carry_no_error_text_and_no_ignored_rows(rendered: RenderedRun) -> None:
@@ -191,11 +200,13 @@ def test_a_site_revived_tonight_is_named_in_every_format(tmp_path) -> None:
     revived.revived = True
     summary.write(tmp_path / "run")
     rendered = render_reports(tmp_path / "run")
-    said = (f"1 site(s) the dashboard kept as known offline answered a check tonight and were maintained again: "
+    said = (f"1 site the dashboard kept as known offline answered a check tonight and was maintained again: "
             f"{revived.site_name}.")
     for suffix in (".txt", ".md", ".html"):  # Markdown escapes its own characters
         assert said in body(rendered, rendered.operator, suffix).replace("\\", "").replace("\n", " "), suffix
     [own] = [report for report in rendered.reports[1:] if report.name == revived.client]
-    assert said in body(rendered, own, ".txt")
+    assert (f"1 site that could not be reached on earlier nights answered tonight and was maintained again: "
+            f"{revived.site_name}.") in body(rendered, own, ".txt")
+    assert "known offline" not in body(rendered, own, ".txt")  # the dashboard's term is the operator's
     others = [report for report in rendered.reports[1:] if report.name != revived.client]
     assert others and all("known offline" not in body(rendered, report, ".txt") for report in others)

@@ -14,7 +14,7 @@ from PIL import Image
 
 from fleet.model.summary import Summary
 from reporting.run_report import RenderedReport, RenderedRun, render_reports
-from tests.reporting.builder import BROKEN_LOOK, page_image, write_looks, write_nights
+from tests.reporting.builder import BROKEN_LOOK, page_image, write_dry_run, write_looks, write_nights
 from tests.reporting.test_held_for_review import CLIENT, broken_night  # noqa: F401 - the fixture
 from tests.reporting.test_looks import night_with_looks
 
@@ -71,16 +71,26 @@ def test_the_broken_pages_pictures_lead_the_operators_report_and_a_client_sees_i
 
 
 def write_samples(base: Path, docs: Path) -> list[Path]:
-    """The docs' screenshots of the reports of a night with pictures (`builder --looks`), the full height of
-    the first screens."""
-    run_dir = write_nights(base, xss_probe=False)[-1]
-    write_looks(Summary.read(run_dir), run_dir)
-    rendered: RenderedRun = render_reports(run_dir)
-    shots: dict[str, RenderedReport] = {
-        "sample-operator-looks.png": rendered.operator,
-        "sample-client-looks.png": next(report for report in rendered.reports if report.name == CLIENT),
+    """The docs' screenshots, the full height of the first screens: a client's and the operator's report of the
+    sample night, the dry run of the afternoon before it (`builder --dry-run`), and the reports of the night with
+    pictures (`builder --looks`)."""
+    nights = write_nights(base / "nights", xss_probe=False)
+    dry_run = write_dry_run(base / "nights", Summary.read(nights[-1]).started_at.date())
+    looks = write_nights(base / "looks", xss_probe=False)[-1]
+    write_looks(Summary.read(looks), looks)
+    night, rehearsal, pictured = (render_reports(run_dir) for run_dir in (nights[-1], dry_run, looks))
+
+    def client(rendered: RenderedRun, name: str = CLIENT) -> RenderedReport:
+        return next(report for report in rendered.reports if report.name == name)
+
+    shots: dict[str, tuple[RenderedRun, RenderedReport]] = {
+        "sample-report.png": (night, client(night, "Acme Dental")),
+        "sample-operator-report.png": (night, night.operator),
+        "sample-dry-run-report.png": (rehearsal, rehearsal.operator),
+        "sample-operator-looks.png": (pictured, pictured.operator),
+        "sample-client-looks.png": (pictured, client(pictured)),
     }
-    for name, report in shots.items():
+    for name, (rendered, report) in shots.items():
         screenshot(rendered.path(report, ".html"), docs / name, height=2600)
     return [docs / name for name in shots]
 

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from fleet.model.summary import Delivery, Outcome, Summary
+from fleet.model.vocabulary import OUTCOME_ORDER, operator_voice
 from reporting import charts
 from reporting.json_stream import ObjectStream
-from reporting.model import OUTCOME_ORDER, PluginFailure, TrendRow
+from reporting.model import PluginFailure, TrendRow
 from reporting.rows import SummaryError, read_past, read_summary
 from reporting.run_report import record_deliveries
 from tests.reporting.builder import build_summary
@@ -140,7 +141,7 @@ def test_a_chart_figure_is_freed_as_soon_as_its_png_is_made():
               for n in range(5)]  # fmt: skip
     failures = [PluginFailure("Plugin $1", "", 10, 3)]
     gc.collect()
-    for png in (charts.outcomes_per_night(trends), charts.failure_rate_per_plugin(failures)):
+    for png in (charts.outcomes_per_night(trends, operator_voice()), charts.failure_rate_per_plugin(failures)):
         assert png.startswith(b"\x89PNG")
         assert not [o for o in gc.get_objects() if isinstance(o, Figure)]  # not even as garbage awaiting collection
     assert gc.isenabled()
