@@ -85,8 +85,8 @@ class MailSettings(FleetSettings):
         """Mail sent over SMTP says who sent it, so that a reply reaches someone: never a made-up localhost
         address. Checked with the other settings, before the night (the `.eml` files need none)."""
         if value is None and info.data.get("smtp_host"):
-            raise PydanticCustomError("sender_missing", "FLEET_MAIL_FROM is not set: mail sent over SMTP "
-                                      "(FLEET_SMTP_HOST) needs a sender address that replies can reach")
+            raise PydanticCustomError("sender_missing", "mail sent over SMTP (FLEET_SMTP_HOST) needs a sender "
+                                      "address that replies can reach")
         return value
 
     @property

@@ -18,7 +18,10 @@ def save(
 ) -> None:
     """Read FLEET_BASE_URL, FLEET_API_KEY, FLEET_ABILITIES_* (and FLEET_SMTP_*) and save them as blocks, which
     flows then take by name (`dashboard` parameter, `--email-block`). Secrets are stored encrypted by Prefect."""
+    from pydantic import ValidationError
+
     from dashboard.block import DashboardConnection
+    from dashboard.home import settings_problem
     from dashboard.settings import DashboardSettings
     from reporting.settings import MailSettings
 
@@ -26,6 +29,9 @@ def save(
     try:
         connection = DashboardConnection.from_settings(DashboardSettings())
         mail = MailSettings().to_credentials() if email else None
+    except ValidationError as exc:  # the variables and where they were set, never a value
+        typer.secho(f"blocks not saved: {settings_problem(exc)}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     try:

@@ -235,7 +235,7 @@ def test_settings_come_from_the_prefect_email_block(monkeypatch):
 
 
 def test_a_real_send_needs_a_sender_and_a_file_does_not():
-    with pytest.raises(ValueError, match="mail_from\n  FLEET_MAIL_FROM is not set: mail sent over SMTP"):
+    with pytest.raises(ValueError, match="mail_from\n  mail sent over SMTP \\(FLEET_SMTP_HOST\\) needs a sender"):
         MailSettings(_env_file=None, smtp_host="smtp.agency.example")
     eml = MailSettings(_env_file=None)
     assert eml.sender == "fleet-maintenance@localhost" and eml.replies_to() is None  # nobody reads a reply to it
