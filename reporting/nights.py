@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from fleet.model.summary import SUMMARY_FILE, Counts, Delivery, NightHold, Outcome, SiteAlarm
+from fleet.model.summary import SUMMARY_FILE, Counts, Delivery, NightHold, Outcome, SiteAlarm, run_directories
 from reporting.history import as_utc
 from reporting.rows import read_fields
 
@@ -70,11 +70,8 @@ def read_night(directory: Path) -> NightRecord:
 def recent_nights(report_dir: Path, limit: int) -> list[NightRecord]:
     """The newest `limit` runs under `report_dir`, newest first (run ids sort by time); a damaged summary is
     logged and left out, never hiding the others."""
-    if not report_dir.is_dir():
-        return []
-    directories = sorted((path for path in report_dir.iterdir() if (path / SUMMARY_FILE).is_file()), reverse=True)
     nights = []
-    for directory in directories[:limit]:
+    for directory in reversed(run_directories(report_dir)[-limit:]):
         try:
             nights.append(read_night(directory))
         except (OSError, ValueError) as error:
@@ -87,9 +84,7 @@ def matching_nights(report_dir: Path, wanted: str) -> list[Path]:
     `last` for the newest run."""
     if (Path(wanted) / SUMMARY_FILE).is_file():
         return [Path(wanted)]
-    if not report_dir.is_dir():
-        return []
-    runs = sorted(path for path in report_dir.iterdir() if (path / SUMMARY_FILE).is_file())
+    runs = run_directories(report_dir)
     if wanted == "last":
         return runs[-1:]
     return [path for path in runs if path.name == wanted] or [path for path in runs if path.name.startswith(wanted)]

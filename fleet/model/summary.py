@@ -19,6 +19,15 @@ SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
 
 
+def run_directories(report_dir: Path) -> list[Path]:
+    """The run directories under `report_dir` that hold a summary, oldest first: by the moment their run id
+    starts with (to the second), then, for two runs of the same second, by when each was last written."""
+    if not report_dir.is_dir():
+        return []
+    found = [path for path in report_dir.iterdir() if (path / SUMMARY_FILE).is_file()]
+    return sorted(found, key=lambda path: (path.name[:15], (path / SUMMARY_FILE).stat().st_mtime_ns))
+
+
 def run_suffix(flow_run_id: str) -> str:
     """The end of a run id that tells its flow run: the flow run id's last 8 hex digits. Prefect's ids are
     time-ordered (UUIDv7): runs created together, as a scheduler creates them, share their first digits."""

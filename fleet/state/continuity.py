@@ -9,7 +9,7 @@ from contextlib import closing
 from pathlib import Path
 
 from fleet.model.settings import STATE_FILE, PipelineSettings
-from fleet.model.summary import SUMMARY_FILE, Summary
+from fleet.model.summary import Summary, run_directories
 
 MOVED_SUFFIX = ".moved-to-home"
 
@@ -57,21 +57,14 @@ def state_is_empty(path: Path) -> bool:
                        for table in tables)
 
 
-def last_run_dir(report_dir: Path) -> Path | None:
-    """The newest run directory with a summary (run ids sort by time)."""
-    if not report_dir.is_dir():
-        return None
-    runs = sorted(path for path in report_dir.iterdir() if (path / SUMMARY_FILE).is_file())
-    return runs[-1] if runs else None
-
-
 def forgotten_holds(settings: PipelineSettings) -> str | None:
     """A warning when the state database is empty although the last night's summary lists holds."""
     if not state_is_empty(settings.state_path):
         return None
-    last = last_run_dir(settings.report_dir)
-    if last is None:
+    runs = run_directories(settings.report_dir)
+    if not runs:
         return None
+    last = runs[-1]
     holds = Summary.read(last).holds
     if not holds:
         return None

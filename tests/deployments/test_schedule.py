@@ -91,11 +91,12 @@ def test_the_nightly_schedule_creates_runs_on_the_installed_prefect(
                 assert wait_for(lambda: "nightly-maintenance/nightly: next runs" in printed()), printed()[-3000:]
                 assert f"{starts[0].astimezone(BERLIN):%Y-%m-%d} 03:30" in printed(), printed()[-3000:]
                 assert "WARNING" not in printed()
-        # the README's way to see the upcoming runs
-        listed = subprocess.run([command_path("prefect"), "flow-run", "ls", "--flow-name", "nightly-maintenance",
-                                 "--state", "Scheduled"], env=server.environment(COLUMNS="200"),
-                                capture_output=True, text=True, timeout=120)
-        assert listed.returncode == 0 and "Scheduled" in listed.stdout, listed.stdout + listed.stderr
+                # the README's way to see the upcoming runs (while serving: stopping pauses the schedule)
+                listed = subprocess.run([command_path("prefect"), "flow-run", "ls", "--flow-name",
+                                         "nightly-maintenance", "--state", "Scheduled"],
+                                        env=server.environment(COLUMNS="200"), capture_output=True, text=True,
+                                        timeout=120)
+                assert listed.returncode == 0 and "SCHEDULED" in listed.stdout, listed.stdout + listed.stderr
         assert "Traceback" not in server.log.read_text(errors="replace")
 
 
