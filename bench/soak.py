@@ -58,7 +58,7 @@ from aiosmtpd.controller import Controller  # noqa: E402
 from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from cli.demo import dashboard_environment  # noqa: E402
-from cli.local_prefect import LocalPrefectServer, command_path  # noqa: E402
+from cli.local_prefect import LocalPrefectServer, command_path, stop_process_group  # noqa: E402
 from emulator.config import EmulatorConfig  # noqa: E402
 from emulator.testing import EmulatorServer, free_port  # noqa: E402
 from fleet.engine.estate import find_run_dir  # noqa: E402
@@ -659,13 +659,7 @@ def wait_for_exit(root: int, run_id: str, timeout: float = 60) -> None:
 
 def stop_serving(serving: subprocess.Popen[bytes]) -> None:
     """As Ctrl-C or systemd's stop would: `fleet serve` pauses the schedule on its way out."""
-    if serving.poll() is None:
-        os.killpg(serving.pid, signal.SIGINT)
-        try:
-            serving.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(serving.pid, signal.SIGKILL)
-            serving.wait()
+    stop_process_group(serving, signal.SIGINT, timeout=60)
 
 
 # ---- the table -------------------------------------------------------------------------------------------------

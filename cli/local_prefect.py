@@ -21,6 +21,19 @@ def command_path(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
 
 
+def stop_process_group(process: subprocess.Popen[bytes], signal_number: int, timeout: float) -> None:
+    """Signal a process started in a session of its own and everything it started; killed if still up after
+    `timeout` seconds."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal_number)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def clean_environment(home: Path, **extra: str) -> dict[str, str]:
     """This process's environment without its PREFECT_* settings (a test harness's API URL among them), a Prefect
     home of its own and telemetry off; `extra` on top."""
@@ -58,14 +71,8 @@ class LocalPrefectServer:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if process is not None:
+            stop_process_group(process, signal.SIGTERM, timeout=30)
 
     def __enter__(self) -> LocalPrefectServer:
         try:

@@ -43,27 +43,21 @@ async def test_the_flow_fails_at_once_on_a_selection_that_matches_nothing(dashbo
 
 
 @pytest.mark.usefixtures("prefect_harness")
-async def test_policy_recipients_naming_an_unknown_client_is_an_error_naming_it(dashboard, tmp_path: Path):
+@pytest.mark.parametrize(("policy_text", "message"), [
+    ("recipients:\n  Acme Typo Inc: [boss@acme.example]\n",
+     "recipients: the dashboard has no client named 'Acme Typo Inc'"),
+    ("reply_to:\n  Acme Typo Inc: care@agency.example\n",
+     "reply_to: the dashboard has no client named 'Acme Typo Inc'"),
+])
+async def test_a_policy_naming_an_unknown_client_is_an_error_naming_it(dashboard, tmp_path: Path, policy_text, message):
     emulator = dashboard(sites=10, seed=6)
     policy = tmp_path / "policy.yaml"
-    policy.write_text("recipients:\n  Acme Typo Inc: [boss@acme.example]\n")
-    before = emulator.writes()
-    state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
-    error = await state.result(raise_on_failure=False)
-    assert isinstance(error, PolicyError) and "no client named 'Acme Typo Inc'" in str(error)
-    assert emulator.writes() == before
-
-
-@pytest.mark.usefixtures("prefect_harness")
-async def test_policy_reply_to_naming_an_unknown_client_is_an_error_naming_it(dashboard, tmp_path: Path):
-    emulator = dashboard(sites=10, seed=6)
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("reply_to:\n  Acme Typo Inc: care@agency.example\n")
+    policy.write_text(policy_text)
     before = emulator.writes()
     state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
     error = await state.result(raise_on_failure=False)
     assert isinstance(error, PolicyError)
-    assert str(error) == "reply_to: the dashboard has no client named 'Acme Typo Inc'"
+    assert str(error) == message
     assert emulator.writes() == before
 
 
