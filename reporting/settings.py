@@ -7,11 +7,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import NoDecode
 
-from dashboard.home import FleetSettings
+from dashboard.home import FleetSettings, SettingsError
 
 if TYPE_CHECKING:
     from prefect_email import EmailServerCredentials
@@ -155,8 +155,12 @@ class MailSettings(FleetSettings):
 
     @classmethod
     def for_block(cls, credentials: EmailServerCredentials | None) -> MailSettings:
-        """A flow's mail settings: its `email_block` for the server when one was chosen, else FLEET_SMTP_*."""
-        return cls.from_credentials(credentials) if credentials is not None else cls()
+        """A flow's mail settings: its `email_block` for the server when one was chosen, else FLEET_SMTP_*; unusable
+        ones are the one line naming each variable (`SettingsError`)."""
+        try:
+            return cls.from_credentials(credentials) if credentials is not None else cls()
+        except ValidationError as error:
+            raise SettingsError.of(error) from None
 
     @classmethod
     def from_block(cls, name: str, **overrides: object) -> MailSettings:

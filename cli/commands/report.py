@@ -27,6 +27,7 @@ def report(
     """Render the operator's and every client's report under RUN_DIR/report/; with --send, deliver them."""
     from pydantic import ValidationError
 
+    from dashboard.home import settings_problem
     from fleet.model.summary import SUMMARY_FILE
     from reporting.rows import SummaryError
     from reporting.run_report import ClientChoiceError, render_run
@@ -38,9 +39,13 @@ def report(
         raise typer.BadParameter("--client chooses whom --send mails: give --send too", param_hint="--client")
     try:
         settings = (MailSettings.from_block(email_block) if email_block else MailSettings()) if send else None
+    except ValidationError as error:  # the variables and where they were set, never a value
+        typer.secho(f"reports not sent: {settings_problem(error)}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    try:
         result = render_run(run_dir, send=send, settings=settings, trend_runs=trend_runs, clients=client or None)
     except (ValidationError, SummaryError) as error:
-        typer.secho(f"invalid settings or summary: {error}", fg=typer.colors.RED, err=True)
+        typer.secho(f"invalid summary: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
     except ClientChoiceError as error:
         typer.secho(str(error), fg=typer.colors.RED, err=True)

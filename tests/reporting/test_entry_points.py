@@ -45,6 +45,15 @@ def test_cli_names_a_missing_summary(tmp_path):
     assert result.exit_code == 2 and "no summary.json" in result.output
 
 
+def test_cli_names_a_bad_mail_setting_in_one_line(run_copy: RenderedRun, smtp_env: SmtpServer, monkeypatch):
+    monkeypatch.setenv("FLEET_SMTP_SECURITY", "tls")
+    result = CliRunner().invoke(app, ["report", str(run_copy.run_dir), "--send"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("reports not sent: FLEET_SMTP_SECURITY (environment): Input should be 'ssl', "
+                                     "'starttls' or 'none'")
+    assert smtp_env.mailbox.received == []
+
+
 def test_a_dry_run_mails_only_the_operator(run_copy: RenderedRun, smtp_env: SmtpServer):
     summary = Summary.read(run_copy.run_dir)
     summary.dry_run = True

@@ -284,3 +284,19 @@ def test_a_reply_reaches_whom_the_clients_footer_promises(run_copy: RenderedRun,
     birch_eml = message_from_bytes((run_copy.run_dir / f"{by_name['Birch & Co Architects'].file_stem}.eml")
                                    .read_bytes(), policy=policy.default)
     assert birch_eml["Reply-To"] is None and birch_eml["From"] == "fleet-maintenance@localhost"
+
+
+@pytest.mark.parametrize("with_block", [False, True])
+def test_unusable_mail_settings_of_a_flow_are_one_line_naming_the_variable(monkeypatch, with_block: bool):
+    """What the night over many dashboards says before its nights (flows/dashboards.py), as a single night does."""
+    from prefect_email import EmailServerCredentials
+
+    from dashboard.home import SettingsError
+
+    monkeypatch.delenv("FLEET_MAIL_FROM", raising=False)
+    monkeypatch.setenv("FLEET_SMTP_HOST", "smtp.agency.example")
+    block = EmailServerCredentials(smtp_server="smtp.agency.example", username="u", password="hunter2")
+    with pytest.raises(SettingsError) as caught:
+        MailSettings.for_block(block if with_block else None)
+    assert str(caught.value) == ("FLEET_MAIL_FROM (not set): mail sent over SMTP (FLEET_SMTP_HOST) needs a sender "
+                                 "address that replies can reach")

@@ -104,7 +104,7 @@ def test_a_broken_summary_names_the_file_and_the_fault(tmp_path: Path):
     with pytest.raises(SummaryError, match=r"summary\.json: items\[3\]\.outcome: Input should be .*, got 'exploded'"):
         read_summary(tmp_path)
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
-    assert result.exit_code == 2 and "invalid settings or summary" in result.output
+    assert result.exit_code == 2 and "invalid summary" in result.output
     assert "items[3].outcome" in result.output and "Traceback" not in result.output
 
 
