@@ -115,10 +115,11 @@ async def submit(page: Any, deployment: str) -> None:
 
 
 def runs_of(prefect_ui: PrefectUI, deployment: str) -> list[dict[str, Any]]:
-    """The deployment's flow runs, the newest first."""
+    """The deployment's flow runs a person started, the newest first: the server's scheduler adds the nightly
+    schedule's runs beside them at any moment."""
     runs = prefect_ui.api("POST", "/flow_runs/filter", json={
         "deployments": {"id": {"any_": [prefect_ui.deployments[deployment]]}}})
-    return sorted(runs, key=lambda run: run["created"], reverse=True)
+    return sorted((run for run in runs if not run["auto_scheduled"]), key=lambda run: run["created"], reverse=True)
 
 
 async def submit_and_read(page: Any, prefect_ui: PrefectUI, deployment: str) -> dict[str, Any]:
