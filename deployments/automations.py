@@ -169,7 +169,11 @@ async def ensure_automations(settings: AutomationSettings | None = None) -> list
             if name not in wanted:
                 continue
             if found:
-                await client.update_automation(found[0].id, wanted[name])
+                # Prefect 3.8.8's client sends only the fields set by hand (exclude_unset): the trigger's type and
+                # posture would be missing (422); a copy validated from its whole dump has every field set (but the
+                # owner, which the update does not take)
+                whole = AutomationCore.model_validate(wanted[name].model_dump(mode="json", exclude={"owner_resource"}))
+                await client.update_automation(found[0].id, whole)
                 verb = "updated"
             else:
                 await client.create_automation(wanted[name])
