@@ -13,6 +13,7 @@ from uuid import UUID
 from prefect.client.orchestration import get_client
 from prefect.events.actions import ActionTypes, DoNothing, PauseDeployment, SendNotification
 from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+from prefect.settings import PREFECT_UI_URL
 from pydantic import Field, ValidationError, field_validator
 
 from dashboard.home import SettingsError
@@ -112,30 +113,33 @@ def reports_not_delivered(block_id: UUID | None) -> AutomationCore:
             "{{ event.payload.problems | join('; ') }} {{ flow_run|ui_url }}"))
 
 
-def kill_switch(settings: AutomationSettings, block_id: UUID | None) -> AutomationCore:
+def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str | None = None) -> AutomationCore:
     """More than N `fleet.site.broken` within the window, across every dashboard: the deployment whose run broke
-    the last one is paused (no new run of it starts; the night under way finishes with its own containment)."""
+    the last one is paused (no new run of it starts; the night under way finishes with its own containment).
+    `ui_url`: the Prefect UI, for the deployment's page in the notification."""
     more_than, within = settings.kill_switch_sites, said(settings.window)
-    body = (f"fleet-maintenance kill switch: more than {more_than} sites broke within {within}, the last "
+    page = f" ({ui_url.rstrip('/')}/deployments/deployment/{{{{ deployment.id }}}})" if ui_url else ""
+    body = (f"fleet-maintenance kill switch: more than {more_than} site(s) broke within {within}, the last "
             "{{ event.resource['prefect.resource.name'] }} on {{ event.resource['fleet.dashboard'] }} "
             "(run {{ event.payload.run_id }}). {% if deployment %}The deployment {{ deployment.name }} is paused: "
             "no run of it starts until it is resumed.{% else %}No deployment ran it: nothing was paused.{% endif %} "
             "To resume once the cause is found: restart fleet serve (it switches its deployments on again), or "
-            "switch the deployment on in the Prefect UI{% if deployment %} ({{ deployment|ui_url }}){% endif %}. "
+            f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}. "
             "{{ flow_run|ui_url }}")
     return AutomationCore(
         name=KILL_SWITCH, tags=TAGS,
-        description=f"More than {more_than} sites broke within {within} (FLEET_KILL_SWITCH_SITES, "
+        description=f"More than {more_than} site(s) broke within {within} (FLEET_KILL_SWITCH_SITES, "
                     "FLEET_KILL_SWITCH_MINUTES): pause the deployment that broke them.",
         trigger=EventTrigger(expect={SITE_BROKEN}, match={"prefect.resource.id": "fleet.site.*"},
                              threshold=more_than + 1, within=settings.window),
-        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {more_than} sites broke within "
+        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {more_than} site(s) broke within "
                                    f"{within}", body),
                  PauseDeployment(source="inferred")])
 
 
-def wanted_automations(settings: AutomationSettings, block_id: UUID | None) -> list[AutomationCore]:
-    """The automations these settings ask for (none with FLEET_AUTOMATIONS=false)."""
+def wanted_automations(settings: AutomationSettings, block_id: UUID | None, ui_url: str | None = None
+                       ) -> list[AutomationCore]:
+    """The automations these settings ask for (none with FLEET_AUTOMATIONS=false); `ui_url`: the Prefect UI's."""
     if not settings.automations:
         return []
     wanted = []
@@ -144,7 +148,7 @@ def wanted_automations(settings: AutomationSettings, block_id: UUID | None) -> l
     if settings.undelivered_alert:
         wanted.append(reports_not_delivered(block_id))
     if settings.kill_switch_sites:
-        wanted.append(kill_switch(settings, block_id))
+        wanted.append(kill_switch(settings, block_id, ui_url))
     return wanted
 
 
@@ -159,7 +163,8 @@ async def ensure_automations(settings: AutomationSettings | None = None) -> list
     block_id = None
     if settings.notify_block:
         block_id = (await notification_block(settings.notify_block))._block_document_id
-    wanted = {automation.name: automation for automation in wanted_automations(settings, block_id)}
+    wanted = {automation.name: automation
+              for automation in wanted_automations(settings, block_id, PREFECT_UI_URL.value())}
     lines = []
     async with get_client() as client:
         for name in NAMES:
