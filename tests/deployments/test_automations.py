@@ -23,7 +23,7 @@ import pytest
 
 from cli.demo import dashboard_environment
 from cli.local_prefect import LocalPrefectServer, command_path
-from deployments.automations import KILL_SWITCH, NAMES, NIGHT_NOT_FINISHED
+from deployments.automations import KILL_SWITCH, NAMES, NIGHT_NOT_FINISHED, REPORTS_UNDELIVERED
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 
@@ -181,9 +181,12 @@ def test_fleet_serve_creates_its_automations_readable_through_prefects_api_and_k
     again = automations(world)
     assert {name: found["id"] for name, found in again.items()} == {name: found["id"] for name, found in kept.items()}
     assert again[KILL_SWITCH]["trigger"]["threshold"] == 4
-    monkeypatch.setenv("FLEET_KILL_SWITCH_SITES", "1")  # back as fleet serve keeps it, for the night below
+    # one turned off is deleted; the kill switch back as fleet serve keeps it, for the night below
+    monkeypatch.setenv("FLEET_KILL_SWITCH_SITES", "1")
+    monkeypatch.setenv("FLEET_UNDELIVERED_ALERT", "false")
     with temporary_settings({PREFECT_API_URL: world.server.api_url}):
         asyncio.run(ensure_automations())
+    assert set(automations(world)) == set(NAMES) - {REPORTS_UNDELIVERED}
     assert automations(world)[KILL_SWITCH]["trigger"]["threshold"] == 2
 
 
