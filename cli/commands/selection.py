@@ -58,13 +58,14 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
     from tasks.preflight import check_dashboard, check_settings
 
     async def check() -> None:
-        settings = check_settings(request, dashboard_from_environment=True,
-                                  mail=MailSettings if sends_report else None).settings
+        checked = check_settings(request, dashboard_from_environment=True,
+                                 mail=MailSettings if sends_report else None)
+        settings = checked.settings
         for note in check_state_home(settings):
             typer.secho(note, fg=typer.colors.YELLOW, err=True)
         try:
             async with DashboardClient.from_env(max_connections=settings.concurrency) as client:
-                await check_dashboard(client, request.selection)
+                await check_dashboard(client, request.selection, checked)
         except TransportError as error:
             if unreachable_is_fatal:
                 raise

@@ -122,3 +122,21 @@ def test_fleet_serve_does_not_start_a_service_that_would_fail_every_night(tmp_pa
                           timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == "fleet serve not started: FLEET_BASE_URL (not set): Field required"
+
+
+def test_fleet_serve_does_not_start_with_a_policy_naming_a_client_the_dashboard_does_not_have(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
+    """Every scheduled night would fail on it: one line naming the policy file and the client, exit 2, before any
+    deployment registers (no Prefect server is needed to find it)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("recipients:\n  Acme Typo Inc: [boss@acme.example]\n")
+    env = clean_environment(tmp_path / "prefect", FLEET_HOME=str(tmp_path / "home"),
+                            PREFECT_API_URL="http://127.0.0.1:9/api", FLEET_POLICY_FILE=str(policy),
+                            **dashboard_settings)
+    done = subprocess.run([command_path("fleet"), "serve"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("the state database")]
+    assert lines == [f"fleet serve not started: {policy}: recipients: the dashboard has no client named "
+                     "'Acme Typo Inc'"], done.stdout + done.stderr

@@ -57,7 +57,7 @@ async def test_a_policy_naming_an_unknown_client_is_an_error_naming_it(dashboard
     state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
     error = await state.result(raise_on_failure=False)
     assert isinstance(error, PolicyError)
-    assert str(error) == message
+    assert str(error) == f"{policy}: {message}"
     assert emulator.writes() == before
 
 
@@ -96,6 +96,7 @@ def test_a_url_with_a_password_is_refused_and_never_echoed(monkeypatch):
         assert "hunter2" not in result.output and "admin:" not in result.output
 
 
+UNKNOWN_CLIENT_POLICY = "overrides:\n  clients:\n    Acme Typo Inc: {semver: patch}\n"
 BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the shop\n    expires: 2026-13-45\n"
 
 
@@ -111,6 +112,8 @@ BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the s
      "{tmp}/policy.yaml: holds.0.expires: Input should be a valid date"),
     (["update"], {"FLEET_CONCURRENCY": "0"}, "", 2,
      "FLEET_CONCURRENCY (environment): Input should be greater than or equal to 1"),
+    (["nightly", "--policy", "{tmp}/clients.yaml"], {}, "", 2,
+     "{tmp}/clients.yaml: overrides.clients: the dashboard has no client named 'Acme Typo Inc'"),
 ])
 def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     dashboard, tmp_path: Path, fleet_home: Path, args, env, home_env, code, words
@@ -126,6 +129,7 @@ def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     fleet_home.mkdir(parents=True, exist_ok=True)
     (fleet_home / ".env").write_text(home_env)
     (tmp_path / "policy.yaml").write_text(BAD_DATE_POLICY)
+    (tmp_path / "clients.yaml").write_text(UNKNOWN_CLIENT_POLICY)
     prefect_home = tmp_path / "prefect-home"
     before = emulator.writes()
     root = Path(__file__).resolve().parents[2]
