@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from dashboard.home import fleet_home, settings_problem
+from dashboard.home import fleet_home, refused_credential, settings_problem
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,12 +62,19 @@ async def failure_of(state: Any) -> BaseException | None:
     return error if isinstance(error, BaseException) else None
 
 
-async def error_text(state: Any) -> str:
-    """The exception's own text (all its lines), else the state's message."""
+async def error_text(state: Any, block: Any = None) -> str:
+    """The exception's own text (all its lines), else the state's message. Refused credentials (a key revoked
+    since the service started) say which setting to fix and where it was set, or that the run's block holds them."""
+    from dashboard.errors import AuthenticationError, PermissionDenied
+
     error = await failure_of(state)
-    if error is not None:
-        return f"{type(error).__name__}: {error}"
-    return state.message or state.name
+    if error is None:
+        return state.message or state.name
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, AuthenticationError | PermissionDenied):
+        held = "the credentials of the run's DashboardConnection block" if block else refused_credential(error.path)
+        return f"the dashboard refused {held}: {text}"
+    return text
 
 
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
@@ -100,7 +107,7 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
         run_id=str(flow_run.id),
         state=state.name,
         dashboard=await dashboard_host(parameters.get("dashboard")),
-        error=await error_text(state),
+        error=await error_text(state, parameters.get("dashboard")),
         ui_url=f"{ui.rstrip('/')}/runs/flow-run/{flow_run.id}" if ui else None,
     )
     try:

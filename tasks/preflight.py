@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from dashboard.client import DashboardClient
-from dashboard.errors import ConfigurationError
-from dashboard.home import SettingsError
+from dashboard.errors import ConfigurationError, NotFound
+from dashboard.home import SettingsError, setting_source
 from dashboard.settings import DashboardSettings
 from fleet.engine.night import NightRequest
 from fleet.model.settings import PipelineSettings
@@ -58,8 +58,15 @@ async def check_dashboard(
 ) -> None:
     """The dashboard answers and takes the credentials (the REST key and, when the Abilities API is used, its
     login), every site, tag and client the selection names exists, and so does every client the policy file
-    names; nothing is written."""
-    await client.count_sites()
+    names; nothing is written. The client is the one FLEET_* configure: a base URL that leads to no MainWP REST
+    API is said as that setting's mistake, naming the variable and where it was set."""
+    try:
+        await client.count_sites()
+    except NotFound as error:
+        raise ConfigurationError(
+            f"{setting_source('FLEET_BASE_URL')}: {client.settings.base_url} leads to no MainWP REST API "
+            f"({error}); it is the dashboard's address ending in /wp-json, e.g. https://dash.example.com/wp-json"
+        ) from None
     if client.settings.abilities_user or client.settings.abilities_bearer:
         await client.get_ability("list-updates-v1")
     names_clients = checked is not None and bool(client_names(checked.policy))

@@ -112,6 +112,8 @@ BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the s
      "{tmp}/policy.yaml: holds.0.expires: Input should be a valid date"),
     (["update"], {"FLEET_CONCURRENCY": "0"}, "", 2,
      "FLEET_CONCURRENCY (environment): Input should be greater than or equal to 1"),
+    (["nightly"], {"FLEET_BASE_URL": None}, "FLEET_BASE_URL={base}/nope\n", 2,
+     "FLEET_BASE_URL in {home}/.env: {base}/nope leads to no MainWP REST API (GET /wp-json/nope/"),
     (["nightly", "--policy", "{tmp}/clients.yaml"], {}, "", 2,
      "{tmp}/clients.yaml: overrides.clients: the dashboard has no client named 'Acme Typo Inc'"),
 ])
@@ -127,7 +129,8 @@ def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
 
     emulator = dashboard(sites=6, seed=2)
     fleet_home.mkdir(parents=True, exist_ok=True)
-    (fleet_home / ".env").write_text(home_env)
+    base = emulator.server.credentials["base_url"]
+    (fleet_home / ".env").write_text(home_env.format(base=base))
     (tmp_path / "policy.yaml").write_text(BAD_DATE_POLICY)
     (tmp_path / "clients.yaml").write_text(UNKNOWN_CLIENT_POLICY)
     prefect_home = tmp_path / "prefect-home"
@@ -143,7 +146,7 @@ def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     assert done.returncode == code, output
     assert "Traceback" not in output and "wrong==key" not in output and "my-password" not in output
     label = "update run" if args[0] == "update" else "nightly run"
-    expected = words.format(home=fleet_home, tmp=tmp_path)
+    expected = words.format(home=fleet_home, tmp=tmp_path, base=base)
     assert [line for line in output.strip().splitlines() if not line.startswith("the state database")] == [
         f"{label} not started: " + next(line.split(": ", 1)[1] for line in output.splitlines()
                                           if line.startswith(f"{label} not started: "))], output

@@ -100,3 +100,40 @@ def test_an_unreachable_dashboard_alerts_by_smtp_and_webhook_with_one_line_and_e
     assert path == "/alert" and posted["title"] == mail.message["Subject"]
     assert f"127.0.0.1:{closed}" in posted["text"] and "ConnectError" in posted["text"]
     assert "secret==key" not in json.dumps(posted) + text
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_a_key_revoked_after_the_service_started_alerts_naming_the_variable_and_its_file(
+    fleet_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The key passed `fleet serve`'s check, then someone revoked it on the dashboard: the next night fails and its
+    alert says which setting to fix and in which file, not only "HTTP 401"."""
+    import httpx
+
+    from emulator.config import EmulatorConfig
+    from emulator.testing import EmulatorServer
+    from flows.nightly import nightly_maintenance
+
+    with EmulatorServer(EmulatorConfig(sites=3, time_scale=0.001)) as emulator:
+        credentials = emulator.credentials
+        key = credentials["api_keys"]["read_write"]
+        fleet_home.mkdir(parents=True, exist_ok=True)
+        (fleet_home / ".env").write_text(f"FLEET_BASE_URL={credentials['base_url']}\n"
+                                         f"FLEET_NAMESPACE={credentials['namespace']}\nFLEET_API_KEY={key}\n")
+        for variable in ("FLEET_BASE_URL", "FLEET_NAMESPACE", "FLEET_API_KEY", "FLEET_ABILITIES_USER",
+                         "FLEET_ABILITIES_PASSWORD", "FLEET_SMTP_HOST", "FLEET_ALERT_BLOCKS"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("FLEET_REPORT_DIR", str(tmp_path / "reports"))
+        revoked = httpx.delete(f"{credentials['base_url']}/{credentials['namespace']}/v2/rest-api/delete-key/"
+                               f"ck_{key.split('==')[1]}", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        assert revoked.status_code == 200, revoked.text
+
+        state = await nightly_maintenance(return_state=True)
+
+    assert state.is_failed()
+    from email import message_from_bytes, policy
+
+    [alert] = (tmp_path / "reports" / "alerts").glob("*.eml")
+    text = message_from_bytes(alert.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
+    assert f"the dashboard refused the REST API key FLEET_API_KEY in {fleet_home}/.env" in text, text
+    assert key not in text and key.split("==")[0] not in text
