@@ -138,10 +138,17 @@ def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     root = Path(__file__).resolve().parents[2]
     environment = {key: value for key, value in {**os.environ, **env}.items()
                    if not key.startswith("PREFECT_") and value is not None}  # None: the home's .env says it
-    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()",
-                           *[arg.format(tmp=tmp_path) for arg in args]], cwd=root,
-                          env={**environment, "PYTHONPATH": str(root), "PREFECT_HOME": str(prefect_home)},
-                          capture_output=True, text=True, timeout=180)
+    import pty
+
+    reader, terminal = pty.openpty()  # a person at a terminal: reads the line, is not alerted
+    try:
+        done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()",
+                               *[arg.format(tmp=tmp_path) for arg in args]], cwd=root,
+                              env={**environment, "PYTHONPATH": str(root), "PREFECT_HOME": str(prefect_home)},
+                              stdin=terminal, capture_output=True, text=True, timeout=180)
+    finally:
+        os.close(reader)
+        os.close(terminal)
     output = done.stdout + done.stderr
     assert done.returncode == code, output
     assert "Traceback" not in output and "wrong==key" not in output and "my-password" not in output
