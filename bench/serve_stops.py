@@ -2,9 +2,10 @@
 
 A real `prefect server start`, an emulated dashboard on a real socket, and `fleet serve` as its own process (the
 nightly deployment on a 30 s interval, the runner polling every second), stopped again and again: at a random
-moment after it started, or the moment a manually triggered run turns Pending (the runner is submitting it), by
-SIGINT (Ctrl-C) or SIGTERM (systemd). After each stop it reads Prefect's API: every served deployment paused, no
-flow run of them Pending, no auto-scheduled run left Scheduled; and what `fleet serve` said and its exit code.
+moment while it starts or once it serves, or the moment a manually triggered run turns Pending (the runner is
+submitting it), by SIGINT (Ctrl-C) or SIGTERM (systemd). After each stop it reads Prefect's API: every served
+deployment paused, no flow run of them Pending, no auto-scheduled run left Scheduled; and what `fleet serve` said
+and its exit code.
 
 Issue 38 saw 1 stop in 5 during a run's submission leave the schedule on, 99 runs scheduled and one run Pending for
 good.
@@ -50,7 +51,7 @@ class Stop:
     """One stop of `fleet serve` and what it left."""
 
     number: int
-    moment: str  # "after 3.2 s" or "run Pending"
+    moment: str  # "start +3.2 s", "serving +1.0 s" or "run pending"
     signal: str
     exit_code: int | None
     paused: int
@@ -124,13 +125,19 @@ def serving_started(output: Path) -> bool:
 
 
 def stop_once(server: LocalPrefectServer, dashboard: dict[str, str], directory: Path, number: int, *,
-              at_submission: bool, delay: float, signum: signal.Signals) -> tuple[Stop, str]:
-    """Start `fleet serve`, stop it at the moment asked, and read what it left; also returns what it printed."""
+              at_submission: bool, delay: float, signum: signal.Signals, once_serving: bool = False
+              ) -> tuple[Stop, str]:
+    """Start `fleet serve`, stop it at the moment asked (a triggered run's submission, `delay` seconds after it
+    began serving, or after its process started), and read what it left; also returns what it printed."""
     process, output = start_serving(server, dashboard, directory)
     try:
-        if at_submission:
-            if not wait_until(lambda: serving_started(output), 180, 0.2):
+        if at_submission or once_serving:
+            if not wait_until(lambda: serving_started(output), 180, 0.02):
                 raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
+        if once_serving:
+            time.sleep(delay)
+            moment = f"serving +{delay:.1f} s"
+        elif at_submission:
             wait_until(lambda: MANUAL in deployments(server), 60, 0.2)
             run_id = trigger(server, MANUAL)
             if not wait_until(lambda: state_of(server, run_id) in ("PENDING", "RUNNING", "COMPLETED"), 60, 0.02):
@@ -138,7 +145,7 @@ def stop_once(server: LocalPrefectServer, dashboard: dict[str, str], directory: 
             moment = f"run {state_of(server, run_id).lower()}"
         else:
             time.sleep(delay)
-            moment = f"after {delay:.1f} s"
+            moment = f"start +{delay:.1f} s"
         os.killpg(process.pid, signum)
         try:
             code: int | None = process.wait(timeout=120)
@@ -163,15 +170,19 @@ def stop_once(server: LocalPrefectServer, dashboard: dict[str, str], directory: 
 
 
 def run_stops(stops: int, seed: int, directory: Path) -> list[Stop]:
-    """`stops` stops at random moments (one in three at a run's submission), alternating SIGINT and SIGTERM."""
+    """`stops` stops at random moments, alternating SIGINT and SIGTERM: a third at a run's submission, a third at
+    a random moment once it serves (its registrations, its first polls), a third while it starts (its imports,
+    the pre-flight)."""
     chosen = random.Random(seed)
     results = []
     with EmulatorServer(EmulatorConfig(sites=3, time_scale=0.001)) as emulator, \
             LocalPrefectServer(directory / "prefect", SERVER_SETTINGS) as server:
         dashboard = dashboard_environment(emulator.credentials)
         for number in range(1, stops + 1):
-            stop, printed = stop_once(server, dashboard, directory, number, at_submission=chosen.random() < 1 / 3,
-                                      delay=chosen.uniform(0.5, 12.0),
+            kind = chosen.choice(("submission", "serving", "starting"))
+            stop, printed = stop_once(server, dashboard, directory, number, at_submission=kind == "submission",
+                                      once_serving=kind == "serving",
+                                      delay=chosen.uniform(0.0, 6.0) if kind == "serving" else chosen.uniform(0.5, 10),
                                       signum=signal.SIGINT if number % 2 else signal.SIGTERM)
             results.append(stop)
             print(f"{stop.number:>3}  {stop.moment:<14} {stop.signal:<8} exit {stop.exit_code!s:<5} "

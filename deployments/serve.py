@@ -34,6 +34,7 @@ from prefect.states import Cancelled
 from pydantic import Field, field_validator
 
 from dashboard.home import FleetSettings
+from deployments.console import HANDLER as ONE_LINE_FAILURES
 from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
@@ -288,4 +289,5 @@ def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], Non
 
     deployments = asyncio.run(prepare())
     os.environ["FLEET_CONCURRENCY_LIMIT"] = settings.concurrency_limit
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS", ONE_LINE_FAILURES)  # for the runs' processes
     return asyncio.run(serve_and_watch(deployments, settings, say))

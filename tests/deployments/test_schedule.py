@@ -157,3 +157,30 @@ def test_stopping_fleet_serve_while_a_run_is_submitted_pauses_every_schedule_and
             assert stop.was_serving and stop.clean, (stop, printed[-3000:])
             assert stop.paused == 5 and "stopped: 5 deployment(s) paused until fleet serve runs again" in printed
             assert "Traceback" not in printed, printed[-3000:]
+
+
+def test_a_failed_night_is_one_line_in_fleet_serves_output_and_its_traceback_stays_in_the_runs_logs(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
+    """The dashboard stops answering after `fleet serve` started; the night run then fails. `fleet serve`'s output
+    says it in one line (what failed, the run id, where its report is), with no traceback; the flow run's own logs
+    in Prefect keep the traceback."""
+    from bench.serve_stops import SERVE_SETTINGS, SERVER_SETTINGS, state_of, trigger
+    from emulator.testing import free_port
+
+    closed = {**dashboard_settings, "FLEET_BASE_URL": f"http://127.0.0.1:{free_port()}/wp-json",
+              "FLEET_MAX_ATTEMPTS": "1", "FLEET_REPORT_DIR": str(tmp_path / "reports")}
+    with LocalPrefectServer(tmp_path / "prefect", SERVER_SETTINGS) as server, \
+            fleet_serve(server, tmp_path, closed, **SERVE_SETTINGS) as printed:
+        assert wait_for(lambda: "serving report/report" in printed()), printed()[-3000:]
+        run_id = trigger(server, "nightly-maintenance/nightly")
+        assert wait_for(lambda: state_of(server, run_id) in ("FAILED", "CRASHED")), printed()[-3000:]
+        assert wait_for(lambda: f"({run_id}) failed" in printed()), printed()[-3000:]
+        logs = httpx.post(f"{server.api_url}/logs/filter", json={"logs": {"flow_run_id": {"any_": [run_id]}}},
+                          timeout=30).json()
+    output = printed()
+    assert "Traceback" not in output, output[-3000:]
+    [line] = [line for line in output.splitlines() if f"({run_id}) failed" in line]
+    assert "failed: TransportError: GET /wp-json/mainwp/v2/clients: ConnectError" in line, line
+    assert "no report was written; the traceback is in the flow run's logs" in line, line
+    assert any("Traceback" in entry["message"] for entry in logs), [entry["message"] for entry in logs][-5:]
