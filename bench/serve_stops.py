@@ -131,9 +131,8 @@ def stop_once(server: LocalPrefectServer, dashboard: dict[str, str], directory: 
     began serving, or after its process started), and read what it left; also returns what it printed."""
     process, output = start_serving(server, dashboard, directory)
     try:
-        if at_submission or once_serving:
-            if not wait_until(lambda: serving_started(output), 180, 0.02):
-                raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
+        if (at_submission or once_serving) and not wait_until(lambda: serving_started(output), 180, 0.02):
+            raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
         if once_serving:
             time.sleep(delay)
             moment = f"serving +{delay:.1f} s"
