@@ -121,7 +121,8 @@ def check_text(text: str, numbers: dict[str, int], client: bool) -> None:
     assert re.search(r"^  Total\s+(\d+)$", text, re.M).group(1) == str(numbers["total"])
     assert re.search(r"^Not updated, and why \((\d+)\)$", text, re.M).group(1) == str(numbers["not_updated"])
     check_left_out(text, numbers, client)
-    health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open incidents?", text, re.M)
+    health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open uptime alerts?", text,
+                       re.M)
     assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
 
 
