@@ -69,8 +69,13 @@ class Stop:
         return not left and (not self.was_serving or (self.exit_code == 0 and self.said_stopped))
 
 
-def api(server: LocalPrefectServer, path: str, body: dict[str, Any] | None = None) -> Any:
-    answer = httpx.post(f"{server.api_url}{path}", json=body or {}, timeout=30)
+def api(server: LocalPrefectServer, path: str, body: dict[str, Any] | None = None, attempts: int = 5) -> Any:
+    """A call to the server's API; a busy server's 503 (its database locked by a long write) is tried again."""
+    for attempt in range(attempts):
+        answer = httpx.post(f"{server.api_url}{path}", json=body or {}, timeout=30)
+        if answer.status_code != 503 or attempt == attempts - 1:
+            break
+        time.sleep(1 + attempt)
     answer.raise_for_status()
     return answer.json() if answer.content else None
 
