@@ -117,3 +117,25 @@ def test_a_dry_runs_capped_list_says_what_it_would_update(tmp_path: Path):
         text = body(rendered, rendered.operator, suffix)
         assert "more updated item" not in text and "more items updated" not in text, suffix
         assert " more items would update" in text, suffix
+
+
+def test_a_clients_chart_legend_is_whole_inside_the_picture(tmp_path: Path):
+    """A client's words are long ("Outside the maintenance times", "Left out on purpose"): five in a row ran past
+    both edges ("Left out on purpos"). The legend wraps onto more rows instead, nothing drawn at either edge."""
+    from datetime import date as day
+
+    from fleet.model.summary import Outcome
+    from fleet.model.vocabulary import client_voice
+    from reporting.model import BreakdownRow, TrendRow
+
+    every = {outcome: 3 for outcome in Outcome}
+    pictures = [charts.outcomes_by_type([BreakdownRow(label="Plugins", sites=3, by_outcome=every)], client_voice()),
+                charts.outcomes_per_night([TrendRow(run_id=f"r{n}", day=day(2026, 3, n), by_outcome=every)
+                                           for n in range(1, 8)], client_voice())]
+    for number, png in enumerate(pictures):
+        path = tmp_path / f"chart-{number}.png"
+        path.write_bytes(png)
+        image = Image.open(path).convert("L")
+        width, height = image.size
+        edges = [image.getpixel((x, y)) for x in (0, 1, width - 2, width - 1) for y in range(height)]
+        assert min(edges) > 240, f"chart {number}: something is drawn at an edge: the legend is cut off"
