@@ -49,8 +49,8 @@ def list_runs(
             continue
         typer.echo(line.format(night.run_id, night.status, night.done, night.attention, night.not_updated,
                                len(night.broken), night.down, night.delivered))
+    typer.echo("not upd: found and not updated, failed included; down: sites down at its end")
     typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
-    typer.echo("not upd: everything found and not updated (failed included); down: sites down at the night's end")
 
 
 @app.command("show")
