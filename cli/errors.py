@@ -35,7 +35,7 @@ from dashboard.errors import (
     PermissionDenied,
     TransportError,
 )
-from dashboard.home import SettingsError, setting_source, settings_problem
+from dashboard.home import SettingsError, refused_credential, setting_source, settings_problem
 from dashboard.settings import DashboardSettings
 from fleet.rules.breakage import NightFailure, SitesBrokenByRun
 from fleet.rules.empty_night import NightDidNothing
@@ -86,23 +86,15 @@ def dashboard_host() -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
-def refused_credential(error: DashboardError) -> str:
-    """Which setting holds the credentials the dashboard refused, and where it was set: the Abilities API's login
-    or the REST API key."""
-    if "wp-abilities" in (error.path or ""):
-        return (f"the application password {setting_source('FLEET_ABILITIES_PASSWORD')} of "
-                f"{setting_source('FLEET_ABILITIES_USER')}")
-    return f"the REST API key {setting_source('FLEET_API_KEY')}"
-
-
 def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
     """The exit code and the one line for an expected failure; None for anything else (a bug: let it show)."""
     if isinstance(error, DashboardError):
         code = exit_code_for(error)
         if code is ExitCode.UNREACHABLE:
-            return code, f"cannot reach the dashboard at {dashboard_host()}: {error}"
+            where = setting_source("FLEET_BASE_URL")
+            return code, f"cannot reach the dashboard at {dashboard_host()} ({where}): {error}"
         if code is ExitCode.AUTHENTICATION:
-            return code, f"the dashboard at {dashboard_host()} refused {refused_credential(error)}: {error}"
+            return code, f"the dashboard at {dashboard_host()} refused {refused_credential(error.path)}: {error}"
         return code, str(error)
     if isinstance(error, PolicyError | NoSiteMatches | SettingsError):
         return ExitCode.CONFIGURATION, str(error)

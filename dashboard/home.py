@@ -45,6 +45,15 @@ def setting_source(variable: str) -> str:
     return f"{variable} (not set)"
 
 
+def refused_credential(call_path: str | None) -> str:
+    """Which setting holds the credentials the dashboard refused on a call, and where it was set: the Abilities
+    API's login or the REST API key."""
+    if "wp-abilities" in (call_path or ""):
+        return (f"the application password {setting_source('FLEET_ABILITIES_PASSWORD')} of "
+                f"{setting_source('FLEET_ABILITIES_USER')}")
+    return f"the REST API key {setting_source('FLEET_API_KEY')}"
+
+
 def variable_for(field: str) -> str:
     """The FLEET_* variable of a settings field: `base_url` -> `FLEET_BASE_URL`."""
     return PREFIX + field.upper()

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 from zoneinfo import ZoneInfo
 
@@ -27,10 +30,12 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
 from prefect.schedules import Cron, Interval, Schedule
+from prefect.states import Cancelled
 from pydantic import Field, field_validator
 
 from dashboard.home import FleetSettings
 from deployments.automations import ensure_automations
+from deployments.console import HANDLER as ONE_LINE_FAILURES
 from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
@@ -41,6 +46,7 @@ from tasks.limits import ensure_concurrency_limit
 
 ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
 TAGS = ["fleet-maintenance"]
+STOP_SECONDS = 60.0  # for the runner to stop, then for the server to take the pauses: beyond, said loudly
 
 
 class ScheduleSettings(FleetSettings):
@@ -152,26 +158,131 @@ async def watch_schedule(name: str, deployment_id: UUID, settings: ScheduleSetti
         waited += poll
 
 
+class ServiceRunner(Runner):
+    """Prefect's runner, stopped by `fleet serve` itself: Prefect's own SIGTERM handler calls `sys.exit` from inside
+    the event loop, which can leave the process without pausing the schedules."""
+
+    def __init__(self, on_signal: Callable[[], None]) -> None:
+        super().__init__(pause_on_shutdown=True)
+        self._on_signal = on_signal
+
+    def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
+        self._on_signal()
+
+
+@dataclass
+class StopReport:
+    """What stopping `fleet serve` left: the deployments paused, those that could not be (and why), the runs
+    that had not started and were cancelled."""
+
+    paused: list[str] = field(default_factory=list)
+    not_paused: list[str] = field(default_factory=list)  # "name: why"
+    cancelled: list[str] = field(default_factory=list)  # "run name (deployment)"
+
+    @property
+    def complete(self) -> bool:
+        return not self.not_paused
+
+
 async def serve_and_watch(deployments: list[RunnerDeployment], settings: ScheduleSettings,
-                          say: Callable[[str, bool], None]) -> None:
-    """Register the deployments, run their flow runs here, and watch that the scheduled ones get runs."""
-    runner = Runner(pause_on_shutdown=True)
-    watches = []
-    for deployment in deployments:
-        deployment_id = await runner.aadd_deployment(deployment)
-        name = f"{deployment.flow_name}/{deployment.name}"
-        say(f"serving {name}" + (" on its schedule" if deployment.schedules else " (manual trigger)"), False)
-        if deployment.schedules:
-            watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say)))
+                          say: Callable[[str, bool], None]) -> StopReport:
+    """Register the deployments, run their flow runs here, and watch that the scheduled ones get runs, until
+    SIGINT or SIGTERM; then stop the runner and make sure every schedule is paused and no run is left Pending,
+    whatever moment the signal came at (a registration, a run's submission)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    runner = ServiceRunner(on_signal=lambda: loop.call_soon_threadsafe(stop.set))
+    served: dict[UUID, str] = {}
+    watches: list[asyncio.Task[None]] = []
     try:
-        await runner.start()
+        for deployment in deployments:
+            if stop.is_set():
+                break
+            deployment_id = await runner.aadd_deployment(deployment)
+            name = f"{deployment.flow_name}/{deployment.name}"
+            served[deployment_id] = name
+            say(f"serving {name}" + (" on its schedule" if deployment.schedules else " (manual trigger)"), False)
+            if deployment.schedules:
+                watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say)))
+        if not stop.is_set():
+            await run_until_stopped(runner, stop, say)
     finally:
         for watch in watches:
             watch.cancel()
+        report = await stop_serving(served)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        say_stopped(report, say)
+    return report
 
 
-def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], None]) -> None:
-    """Register the deployments and run their flow runs in this process until interrupted."""
+def say_stopped(report: StopReport, say: Callable[[str, bool], None]) -> None:
+    for run in report.cancelled:
+        say(f"run {run} had not started when fleet serve stopped: cancelled", False)
+    for problem in report.not_paused:
+        say(f"WARNING: could not pause {problem}: its schedule may still be on and its runs pile up with nobody "
+            "to run them; pause it in the Prefect UI or with `prefect deployment schedule pause`", True)
+    if report.paused:
+        say(f"stopped: {len(report.paused)} deployment(s) paused until fleet serve runs again", False)
+
+
+async def run_until_stopped(runner: Runner, stop: asyncio.Event, say: Callable[[str, bool], None]) -> None:
+    """Run the runner until it ends by itself or `stop` is set; then stop it as Prefect stops it (its running
+    flow runs cancelled, its schedules paused on the way out)."""
+    serving = asyncio.create_task(runner.start())
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not serving.done():
+        say("stopping: pausing the schedules", False)
+        while not runner.started and not serving.done():  # a signal in the runner's first moments
+            await asyncio.sleep(0.05)
+        if not serving.done():
+            await runner.astop()
+        try:
+            await asyncio.wait_for(serving, STOP_SECONDS)
+        except Exception as error:  # noqa: BLE001 - the schedules are paused (or said not to be) all the same
+            say(f"the runner did not stop cleanly: {type(error).__name__}: {error}", True)
+    else:
+        serving.result()  # the runner ended by itself: its error is fleet serve's
+
+
+async def stop_serving(served: dict[UUID, str]) -> StopReport:
+    """Pause every served deployment (again: the runner's own pause may not have happened) and read back that it
+    is paused; cancel the runs left Pending (submitted, their process never started): nothing would ever start
+    them, and a Pending run blocks its deployment's next one."""
+    report = StopReport()
+    try:
+        async with asyncio.timeout(STOP_SECONDS), get_client() as client:
+            for deployment_id, name in served.items():
+                try:
+                    await client.pause_deployment(deployment_id)
+                    paused = (await client.read_deployment(deployment_id)).paused
+                except Exception as error:  # noqa: BLE001 - every deployment is tried, each failure said
+                    report.not_paused.append(f"{name}: {type(error).__name__}: {error}")
+                    continue
+                (report.paused if paused else report.not_paused).append(
+                    name if paused else f"{name}: the server still reads it active")
+            if served:
+                pending = await client.read_flow_runs(
+                    deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=list(served))),
+                    flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                        any_=[StateType.PENDING]))))
+                for run in pending:
+                    await client.set_flow_run_state(
+                        run.id, Cancelled(message="fleet serve stopped before this run started"), force=True)
+                    report.cancelled.append(f"{run.name} ({served.get(run.deployment_id, 'deployment')})")
+    except Exception as error:  # noqa: BLE001 - the server gone or too slow: said, never hidden
+        done = set(report.paused) | {line.split(":", 1)[0] for line in report.not_paused}
+        report.not_paused += [f"{name}: {type(error).__name__}: {error}" for name in served.values()
+                              if name not in done]
+    return report
+
+
+def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], None]) -> StopReport:
+    """Register the deployments and run their flow runs in this process until stopped (SIGINT, SIGTERM)."""
 
     async def prepare() -> list[RunnerDeployment]:
         await ensure_concurrency_limit(settings.concurrency_limit, settings.concurrency)
@@ -181,4 +292,5 @@ def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], Non
 
     deployments = asyncio.run(prepare())
     os.environ["FLEET_CONCURRENCY_LIMIT"] = settings.concurrency_limit
-    asyncio.run(serve_and_watch(deployments, settings, say))
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS", ONE_LINE_FAILURES)  # for the runs' processes
+    return asyncio.run(serve_and_watch(deployments, settings, say))

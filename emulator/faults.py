@@ -22,10 +22,12 @@ Delays injected here are dashboard delays too: they are scaled by the clock like
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
 import random
+import re
 from collections import Counter, deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,8 +178,7 @@ class FaultController:
         return False
 
     def _reset_streams(self) -> None:
-        self._requests = random.Random(f"{self.seed}:requests:{self.profile.name}")
-        self._jobs = random.Random(f"{self.seed}:jobs:{self.profile.name}")
+        self._seen: Counter[str] = Counter()  # how often each request or job identity came, for its own draw
         self.counts: Counter[str] = Counter()
         self.latencies_ms: deque[float] = deque(maxlen=100_000)  # the latest samples, for the percentiles
 
@@ -191,19 +192,27 @@ class FaultController:
 
     # ---- per request ---------------------------------------------------------------------------------------
 
-    def decide_request(self) -> tuple[float, str, int]:
-        """(latency in nominal seconds, outcome ok|error|throttle|drop, status for errors)."""
+    def _draws(self, kind: str, identity: str) -> random.Random:
+        """The random stream of one request or job: seeded by what it is (method, path, query and body; a job's
+        type and sites) and how many times the same one came before, never by when it came among the others. Two
+        runs with the same seed then meet the same faults, however their concurrent requests interleave."""
+        self._seen[identity] += 1
+        return random.Random(f"{self.seed}:{kind}:{self.profile.name}:{identity}#{self._seen[identity]}")
+
+    def decide_request(self, identity: str) -> tuple[float, str, int]:
+        """(latency in nominal seconds, outcome ok|error|throttle|drop, status for errors) of the request
+        `identity` names (`request_identity`)."""
         p = self.profile
+        draws = self._draws("request", identity)
         latency_ms = 0.0
         if p.latency_median_ms > 0:
-            latency_ms = min(p.latency_median_ms * math.exp(p.latency_sigma * self._requests.gauss(0, 1)),
-                             p.latency_max_ms)
-        draw = self._requests.random()
+            latency_ms = min(p.latency_median_ms * math.exp(p.latency_sigma * draws.gauss(0, 1)), p.latency_max_ms)
+        draw = draws.random()
         self.counts["requests"] += 1
         self.latencies_ms.append(latency_ms)
         if draw < p.error_rate:
             self.counts["errors"] += 1
-            return latency_ms / 1000, "error", self.ERROR_STATUSES[self.counts["errors"] % len(self.ERROR_STATUSES)]
+            return latency_ms / 1000, "error", draws.choice(self.ERROR_STATUSES)
         if draw < p.error_rate + p.throttle_rate:
             self.counts["throttled"] += 1
             return latency_ms / 1000, "throttle", 429
@@ -214,8 +223,9 @@ class FaultController:
 
     # ---- per job -------------------------------------------------------------------------------------------
 
-    def pick_job_fault(self) -> str | None:
-        draw = self._jobs.random()
+    def pick_job_fault(self, identity: str) -> str | None:
+        """Whether the job `identity` names (its type and sites) gets stuck or runs slow."""
+        draw = self._draws("job", identity).random()
         if draw < self.profile.stuck_job_rate:
             self.counts["stuck_jobs"] += 1
             return "stuck"
@@ -346,6 +356,29 @@ _ERROR_BODIES = {
 }
 
 
+_GENERATED_IDS = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+async def request_identity(scope: Scope, receive: Receive) -> tuple[Receive, str]:
+    """What a request is, for its fault draws: method, path, query and a digest of its body (read here, then
+    handed on unchanged). Ids the emulator generated (a job's UUID) are left out, as they differ from run to run."""
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body"):
+            break
+    body = b"".join(message.get("body", b"") for message in messages)
+    what = f"{scope['method']} {scope['path']}?{scope.get('query_string', b'').decode('latin-1')}".encode()
+    identity = hashlib.blake2b(_GENERATED_IDS.sub(b"-", what + b"\0" + body), digest_size=12).hexdigest()
+    replay = deque(messages)
+
+    async def replayed() -> Message:
+        return replay.popleft() if replay else await receive()
+
+    return replayed, identity
+
+
 class FaultMiddleware:
     """ASGI middleware applying the emulator's fault profile to every dashboard request."""
 
@@ -364,7 +397,8 @@ class FaultMiddleware:
         if controller.profile.is_inert:
             await self.app(scope, receive, send)
             return
-        latency, outcome, status = controller.decide_request()
+        receive, identity = await request_identity(scope, receive)
+        latency, outcome, status = controller.decide_request(identity)
         if latency > 0:
             await self.emulator.clock.sleep(latency)
         if outcome == "throttle":

@@ -50,7 +50,7 @@ UPDATE_TYPES: dict[str, tuple[ItemType, str]] = {
     "translations": ("translation", "translations"),
 }
 
-JobFaultPicker = Callable[[], str | None]
+JobFaultPicker = Callable[[str], str | None]  # a job's identity (its type, sites and items) -> its fault
 
 
 def child_outdated(site: Site) -> bool:
@@ -97,7 +97,8 @@ class BatchJobs:
         if job_type not in JOB_TYPES:
             raise ValueError(f"job type must be one of {', '.join(JOB_TYPES)}")
         now = self.clock.now()
-        fault = self.pick_fault() if self.pick_fault else None
+        identity = f"{job_type}:{sorted(site_ids)}:{types or []}:{specific_items or []}"
+        fault = self.pick_fault(identity) if self.pick_fault else None
         job: dict[str, Any] = {
             "job_id": f"{job_type}_{uuid.uuid4()}",
             "type": job_type,

@@ -1,4 +1,5 @@
-"""`check_fleet`: the health of the selected sites right now (dashboard check, home-page probe, open incidents)."""
+"""`check_fleet`: the health of the selected sites right now (dashboard check, home-page probe, the uptime
+monitors' open alerts)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
-from fleet.rules.policy import ContainMode, Policy, check_recipients
+from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
 from fleet.state.continuity import check_state_home
@@ -288,7 +288,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
     artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
     async with await open_dashboard(dashboard, settings) as client, night.visual or nullcontext():
         sites, clients = await select_fleet(client, request.selection)
-        check_recipients(policy, [known.name for known in clients])
+        check_client_names(policy, [known.name for known in clients], request.policy_path(settings))
         window_days = WindowDays.of(policy, request.dry_run, settings, client.settings.base_url)
         sites = window_days.place(sites, policy, moment)
         night.sizer.slots = await read_child_slots_task(client, quote(sites), settings)

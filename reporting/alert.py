@@ -9,6 +9,7 @@ import asyncio
 import html
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -211,7 +212,47 @@ class StillDownNotice:
         return f"still-down-{self.run_name}-{self.incident_id}"
 
 
-Notice = Alert | ApprovalNotice | SiteDownNotice | StillDownNotice
+@dataclass(frozen=True)
+class NotStartedNotice:
+    """A night started without a terminal (cron, a systemd timer) that stopped before its flow run existed: nobody
+    reads its one line, so it reaches the operator as a failed scheduled night does."""
+
+    command: str  # `fleet nightly`
+    flow: str
+    dashboard: str
+    error: str  # the one line the command printed
+    at: datetime
+
+    @property
+    def run_name(self) -> str:  # no flow run exists: the alert's log line names the command instead
+        return f"{self.command} (not started)"
+
+    @property
+    def subject(self) -> str:
+        return f"fleet-maintenance: {self.command} could not start the {self.flow} run (dashboard {self.dashboard})"
+
+    @property
+    def body(self) -> str:
+        return "\n".join([
+            f"{self.command}, started without a terminal at {self.at:%Y-%m-%d %H:%M:%S %Z}, stopped before its "
+            f"{self.flow} run began: nothing was done tonight.",
+            f"Dashboard: {self.dashboard}",
+            "",
+            "Error:",
+            f"  {self.error}",
+        ])
+
+    @property
+    def short(self) -> str:
+        return short_text(f"fleet-maintenance: {self.command} could not start the {self.flow} run (dashboard "
+                          f"{self.dashboard}): {self.error[:SHORT_ERROR]}", None)
+
+    @property
+    def file_stem(self) -> str:
+        return f"not-started-{self.at:%Y%m%dT%H%M%S}"
+
+
+Notice = Alert | ApprovalNotice | SiteDownNotice | StillDownNotice | NotStartedNotice
 
 
 def alert_email(alert: Notice, settings: MailSettings) -> Outgoing:

@@ -64,6 +64,30 @@ def _label(name: str) -> str:
     return short.replace("$", r"\$")
 
 
+LEGEND_ROW_IN = 0.24  # one row of the legend at 9.5 pt
+
+
+def _legend(figure: Figure, axes) -> None:
+    """The legend under the chart, in as many columns as fit the picture's width (a client's words are long:
+    five in a row cut "Left out on purpose" at the edge); each row beyond the first makes the picture taller,
+    the chart keeping its size and place above it."""
+    renderer = figure.canvas.get_renderer()
+    handles, _ = axes.get_legend_handles_labels()
+    for columns in range(min(5, len(handles)), 0, -1):
+        legend = figure.legend(loc="lower center", ncol=columns, frameon=False, fontsize=9.5, labelcolor=TEXT,
+                               handlelength=1, columnspacing=1.2, borderaxespad=0.2)
+        if legend.get_window_extent(renderer).width <= figure.bbox.width - 8 or columns == 1:
+            break
+        legend.remove()
+    extra = LEGEND_ROW_IN * (-(-len(handles) // columns) - 1)
+    if extra:
+        width, height = figure.get_size_inches()
+        position = axes.get_position()
+        figure.set_size_inches(width, height + extra)
+        axes.set_position((position.x0, (position.y0 * height + extra) / (height + extra), position.width,
+                           position.height * height / (height + extra)))
+
+
 def _png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", facecolor="white")
@@ -86,8 +110,7 @@ def outcomes_per_night(trends: list[TrendRow], voice: Voice) -> bytes:
     axes.set_xticks(list(positions), [row.day.strftime("%d %b") for row in trends])
     axes.yaxis.get_major_locator().set_params(integer=True)
     if any(bottoms):
-        figure.legend(loc="lower center", ncol=5, frameon=False, fontsize=9.5, labelcolor=TEXT, handlelength=1,
-                      columnspacing=1.2, borderaxespad=0.2)
+        _legend(figure, axes)
     return _png(figure)
 
 
@@ -127,6 +150,5 @@ def outcomes_by_type(rows: list[BreakdownRow], voice: Voice) -> bytes:
     axes.set_yticks(range(len(shown)), [row.label for row in shown])
     axes.xaxis.get_major_locator().set_params(integer=True)
     if any(lefts):
-        figure.legend(loc="lower center", ncol=5, frameon=False, fontsize=9.5, labelcolor=TEXT, handlelength=1,
-                      columnspacing=1.2, borderaxespad=0.2)
+        _legend(figure, axes)
     return _png(figure)

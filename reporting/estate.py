@@ -11,7 +11,7 @@ import css_inline
 
 from fleet.engine.estate import DashboardNight, Estate, NightStatus, Tally
 from fleet.model.summary import Delivery, Outcome
-from fleet.model.vocabulary import LIST_SEPARATOR, Voice, operator_voice
+from fleet.model.vocabulary import LIST_SEPARATOR, Voice, count, operator_voice
 from reporting.aggregate import clean
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.render import environment
@@ -69,8 +69,8 @@ def estate_view(estate: Estate, directory: Path) -> EstateView:
     voice = operator_voice(estate.dry_run)
     subject = (
         f"{'[dry run] ' if estate.dry_run else ''}Fleet maintenance {estate.started_at:%Y-%m-%d}: "
-        f"{done} of {len(estate.nights)} dashboards completed; {voice.done.said(totals.updated)}"
-        + ("" if estate.dry_run else f"; {voice.attention.said(totals.failed)}")
+        f"{done} of {len(estate.nights)} dashboards completed; {voice.done.word} {count(totals.updated, 'item')}"
+        + ("" if estate.dry_run else f"; {voice.attention.word} {count(totals.failed, 'item')}")
     )
     if estate.problems:
         subject += f", {len(estate.problems)} with problems"

@@ -73,6 +73,14 @@ class Tile:
     number: int
     word: str
     tone: str = ""  # "good", "bad" or ""
+    unit: str = ""  # what the number counts ("item"), said in its label; none when the word is the unit ("sites")
+
+    @property
+    def label(self) -> str:
+        """`items updated`, `1 item failed`'s label `item failed`: the number never stands without its unit."""
+        if not self.unit:
+            return self.word
+        return f"{self.unit if self.number == 1 else self.unit + 's'} {self.word}"
 
 
 @dataclass
@@ -115,36 +123,46 @@ class Headline:
 
     @property
     def tiles(self) -> list[Tile]:
-        tiles = [Tile("updated", self.done, self.voice.done.word, "good"),
-                 Tile("not_updated", self.not_updated, self.voice.not_done.word)]
+        tiles = [Tile("updated", self.done, self.voice.done.word, "good", self.unit),
+                 Tile("not_updated", self.not_updated, self.voice.not_done.word, unit=self.unit)]
         if not self.voice.dry_run:  # a dry run tries nothing
             alarming = self.attention and not self.client  # a client reads what happens next, not a red number
-            tiles.append(Tile("failed", self.attention, self.voice.attention.word, "bad" if alarming else ""))
-        return [*tiles, Tile("sites", self.sites, "sites")]
+            tiles.append(Tile("failed", self.attention, self.voice.attention.word, "bad" if alarming else "",
+                              self.unit))
+        return [*tiles, Tile("sites", self.sites, "site" if self.sites == 1 else "sites")]
+
+    unit = "item"  # what the tiles' and the subject's counts count (a client's sentence says "of N updates")
 
     @property
     def subject_counts(self) -> str:
         """What the subject says: the updated, and what was tried and not updated."""
         attention = {self.voice.term(outcome) for outcome in ATTENTION}
-        said = [self.voice.done.said(self.done)]
-        said += [term.said(n) for term, n in self.glance if term in attention]
-        return LIST_SEPARATOR.join(said)
+        said = [(self.voice.done, self.done)] + [(term, n) for term, n in self.glance if term in attention]
+        return LIST_SEPARATOR.join(f"{term.word} {count(n, self.unit)}" for term, n in said)
 
     @property
-    def health(self) -> str:
-        """The checks in one sentence, never "all healthy" without the sites that could not even be checked."""
+    def health_parts(self) -> list[tuple[str, str]]:
+        """The checks' sentence in parts, each with its tone ("good", "bad" or ""): good news is never coloured as
+        an alarm because another part is one."""
         parts = []
         if self.checked:
             sick = self.checked - self.healthy
             verb = "needs" if sick == 1 else "need"
             if not sick:
-                parts.append("The checked site is healthy" if self.checked == 1 else
-                             f"All {self.checked} checked sites are healthy")
+                parts.append(("The checked site is healthy" if self.checked == 1 else
+                              f"All {self.checked} checked sites are healthy", "good"))
             else:
-                parts.append(f"{sick} of {count(self.checked, 'checked site')} {verb} attention")
+                parts.append((f"{sick} of {count(self.checked, 'checked site')} {verb} attention", "bad"))
         if self.unusable:
-            parts.append(f"{count(self.unusable, 'site')} could not be worked on" + (
-                " tonight" if self.client else " (offline, suspended, disconnected or too old)"))
+            parts.append((f"{count(self.unusable, 'site')} could not be worked on" + (
+                " tonight" if self.client else " (offline, suspended, disconnected or too old)"),
+                "" if self.client else "bad"))
+        return parts
+
+    @property
+    def health(self) -> str:
+        """The checks in one sentence, never "all healthy" without the sites that could not even be checked."""
+        parts = [text for text, _ in self.health_parts]
         return "; ".join(parts) + "." if parts else ""
 
     @property
@@ -168,7 +186,7 @@ class Headline:
                 return "The site was up to date: there was nothing to update."
             return f"All {self.sites} sites were up to date: there was nothing to update."
         done = self.voice.done
-        said = f"{done.title} {self.done} of {count(self.items, 'update' if self.client else 'item')}"
+        said = f"{done.title} {self.done} of {count(self.items, 'update' if self.client else self.unit)}"
         if self.sites_updated:
             said += f" on {count(self.sites_updated, 'site')}"
         if self.not_verified:

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from dashboard.home import fleet_home, settings_problem
+from dashboard.home import fleet_home, refused_credential, settings_problem
+
+if TYPE_CHECKING:
+    from reporting.alert import Notice
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,12 +66,19 @@ async def failure_of(state: Any) -> BaseException | None:
     return error if isinstance(error, BaseException) else None
 
 
-async def error_text(state: Any) -> str:
-    """The exception's own text (all its lines), else the state's message."""
+async def error_text(state: Any, block: Any = None) -> str:
+    """The exception's own text (all its lines), else the state's message. Refused credentials (a key revoked
+    since the service started) say which setting to fix and where it was set, or that the run's block holds them."""
+    from dashboard.errors import AuthenticationError, PermissionDenied
+
     error = await failure_of(state)
-    if error is not None:
-        return f"{type(error).__name__}: {error}"
-    return state.message or state.name
+    if error is None:
+        return state.message or state.name
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, AuthenticationError | PermissionDenied):
+        held = "the credentials of the run's DashboardConnection block" if block else refused_credential(error.path)
+        return f"the dashboard refused {held}: {text}"
+    return text
 
 
 async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
@@ -77,12 +88,9 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     earlier nights are still down sends nothing here: the incidents step alerted about each, at most once a day
     (nights may run hourly)."""
     from prefect.settings import PREFECT_UI_URL
-    from prefect_email import EmailServerCredentials
 
-    from fleet.model.settings import PipelineSettings
     from fleet.rules.incidents import SitesStillDown
-    from reporting.alert import Alert, deliver_alert
-    from reporting.settings import MailSettings, notify_block_alone
+    from reporting.alert import Alert
     from tasks.preflight import USAGE_ERRORS
 
     failure = await failure_of(state)
@@ -100,23 +108,45 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
         run_id=str(flow_run.id),
         state=state.name,
         dashboard=await dashboard_host(parameters.get("dashboard")),
-        error=await error_text(state),
+        error=await error_text(state, parameters.get("dashboard")),
         ui_url=f"{ui.rstrip('/')}/runs/flow-run/{flow_run.id}" if ui else None,
     )
+    await send_to_operator(alert, parameters.get("report_dir"), parameters.get("email_block"))
+
+
+async def alert_not_started(command: str, flow: str, error: str) -> list[str]:
+    """A night started without a terminal (cron, systemd) that stopped before its flow run: the operator is told on
+    the channels of a failed scheduled night (the mail settings and notification blocks of the environment)."""
+    from reporting.alert import NotStartedNotice
+
+    notice = NotStartedNotice(command=command, flow=flow, dashboard=await dashboard_host(None), error=error,
+                              at=datetime.now(UTC))
+    return await send_to_operator(notice, None, None)
+
+
+async def send_to_operator(alert: Notice, report_dir: str | None, email_block: Any) -> list[str]:
+    """Deliver by e-mail (the run's saved block, else FLEET_SMTP_*; a `.eml` under the report directory without
+    them) and through the notification blocks; one line per channel."""
+    from prefect_email import EmailServerCredentials
+
+    from fleet.model.settings import PipelineSettings
+    from reporting.alert import deliver_alert
+    from reporting.settings import MailSettings, notify_block_alone
+
     try:
-        report_dir = Path(parameters.get("report_dir") or PipelineSettings().report_dir)
+        alerts = Path(report_dir or PipelineSettings().report_dir) / "alerts"
     except ValueError:  # the settings may be what failed the run
-        report_dir = fleet_home() / "reports"
+        alerts = fleet_home() / "reports" / "alerts"
     unusable = None
     try:
-        credentials = await saved_block(parameters.get("email_block"), EmailServerCredentials)
+        credentials = await saved_block(email_block, EmailServerCredentials)
         settings = MailSettings.from_credentials(credentials) if credentials is not None else MailSettings()
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
         unusable = settings_problem(error) if isinstance(error, ValidationError) else str(error)
         log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", unusable)
         settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env(),
                                                 notify_block=notify_block_alone())
-    await deliver_alert(alert, settings, report_dir / "alerts", unusable)
+    return await deliver_alert(alert, settings, alerts, unusable)
 
 
 def _blocks_from_env() -> list[str]:

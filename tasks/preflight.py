@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from dashboard.client import DashboardClient
-from dashboard.errors import ConfigurationError
-from dashboard.home import SettingsError
+from dashboard.errors import ConfigurationError, NotFound
+from dashboard.home import SettingsError, setting_source
 from dashboard.settings import DashboardSettings
 from fleet.engine.night import NightRequest
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
 from fleet.rules.plan import NoSiteMatches, check_selection
-from fleet.rules.policy import Policy, PolicyError
+from fleet.rules.policy import Policy, PolicyError, check_client_names, client_names
 from reporting.settings import MailSettings
 from tasks.detect import load_fleet
 
@@ -33,6 +34,7 @@ class CheckedSettings:
 
     settings: PipelineSettings
     policy: Policy
+    policy_path: Path | None  # None: no policy file, every update applies
     mail: MailSettings | None  # None: the night sends no report
 
 
@@ -46,17 +48,30 @@ def check_settings(
     try:
         if dashboard_from_environment:
             DashboardSettings()
-        return CheckedSettings(settings, policy, mail() if mail is not None else None)
+        return CheckedSettings(settings, policy, request.policy_path(settings), mail() if mail is not None else None)
     except ValidationError as error:
         raise SettingsError.of(error) from None
 
 
-async def check_dashboard(client: DashboardClient, selection: Selection) -> None:
+async def check_dashboard(
+    client: DashboardClient, selection: Selection, checked: CheckedSettings | None = None
+) -> None:
     """The dashboard answers and takes the credentials (the REST key and, when the Abilities API is used, its
-    login), and every site, tag and client the selection names exists; nothing is written."""
-    await client.count_sites()
+    login), every site, tag and client the selection names exists, and so does every client the policy file
+    names; nothing is written. The client is the one FLEET_* configure: a base URL that leads to no MainWP REST
+    API is said as that setting's mistake, naming the variable and where it was set."""
+    try:
+        await client.count_sites()
+    except NotFound as error:
+        raise ConfigurationError(
+            f"{setting_source('FLEET_BASE_URL')}: {client.settings.base_url} leads to no MainWP REST API "
+            f"({error}); it is the dashboard's address ending in /wp-json, e.g. https://dash.example.com/wp-json"
+        ) from None
     if client.settings.abilities_user or client.settings.abilities_bearer:
         await client.get_ability("list-updates-v1")
-    if selection.sites or selection.tags or selection.clients:
-        sites, _ = await load_fleet(client)
+    names_clients = checked is not None and bool(client_names(checked.policy))
+    if selection.sites or selection.tags or selection.clients or names_clients:
+        sites, clients = await load_fleet(client)
         check_selection(sites, selection)
+        if checked is not None:
+            check_client_names(checked.policy, [known.name for known in clients], checked.policy_path)

@@ -1,4 +1,5 @@
-"""`fleet check`: check selected sites (the dashboard's check, a home-page probe, open incidents)."""
+"""`fleet check`: check selected sites (the dashboard's check, a home-page probe, the uptime monitors' open alerts;
+"incident" is kept for the sites the nights broke: `fleet incidents`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from rich.table import Table
 
 from cli.commands.selection import Clients, Sites, Tags, run_flow, selection
 
-app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open incidents.",
+app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open uptime alerts.",
                   invoke_without_command=True, no_args_is_help=False)
 
 
@@ -21,7 +22,7 @@ def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> No
 
     chosen = selection(sites, tags, clients)
     checked = run_flow("check failed", lambda: check_fleet(selection=chosen))
-    table = Table("id", "site", "healthy", "HTTP", "ms", "incidents", "problem")
+    table = Table("id", "site", "healthy", "HTTP", "ms", "uptime alerts", "problem")
     for site in sorted(checked, key=lambda site: (site.site_name.casefold(), site.site_id)):
         result = site.check or HealthCheck()
         table.add_row(str(site.site_id), f"{site.site_name}\n{site.site_url}", "yes" if result.healthy else "NO",
@@ -29,8 +30,8 @@ def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> No
                       result.problem)
     Console().print(table)
     unhealthy = [site for site in checked if not (site.check or HealthCheck()).healthy]
-    incidents = sum((site.check or HealthCheck()).open_incidents for site in checked)
+    alerts = sum((site.check or HealthCheck()).open_incidents for site in checked)
     typer.echo(f"{len(checked)} site(s) checked: {len(checked) - len(unhealthy)} healthy, {len(unhealthy)} "
-               f"need attention, {incidents} open incident(s)")
+               f"need attention, {alerts} open uptime alert(s)")
     if unhealthy:
         raise typer.Exit(1)

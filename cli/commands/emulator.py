@@ -12,8 +12,10 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 
+from cli.demo import dashboard_environment
 from emulator.app import create_app
 from emulator.config import ALL_MODULES, EmulatorConfig
+from emulator.fleet import tag_sites
 from emulator.gateway import HEAD_LIMIT_BYTES
 
 app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
@@ -60,6 +62,11 @@ def serve(
     modules: str = typer.Option(
         ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."
     ),
+    env_out: Path | None = typer.Option(
+        None, help="Write a ready .env here: the FLEET_* settings that point the pipeline at this emulator (private)."
+    ),
+    canary: int = typer.Option(0, min=0, help="Tag this many sites (the first that answer) `canary`, as a person "
+                               "tags them in MainWP for the go-live's canary step."),
 ) -> None:
     """Serve the emulator; prints the REST base URL and the dashboard URL (the site root) when ready."""
     try:
@@ -83,18 +90,21 @@ def serve(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
         raise typer.BadParameter(problems) from None
     started = time.monotonic()
-    if credentials_out is not None:  # fail before serving, and create the file private (it holds secrets)
+    for secret in (credentials_out, env_out):  # fail before serving, and create each file private (secrets)
+        if secret is None:
+            continue
         try:
-            credentials_out.parent.mkdir(parents=True, exist_ok=True)
-            credentials_out.touch(mode=0o600)
-            credentials_out.chmod(0o600)
+            secret.parent.mkdir(parents=True, exist_ok=True)
+            secret.touch(mode=0o600)
+            secret.chmod(0o600)
         except OSError as error:
-            raise typer.BadParameter(f"cannot write the credentials file {credentials_out}: {error}") from None
+            raise typer.BadParameter(f"cannot write {secret}: {error}") from None
     try:
         application = create_app(config)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     emulator = application.state.emulator
+    tagged = tag_sites(emulator.state, "canary", canary) if canary else []
     server = uvicorn.Server(
         uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
                        h11_max_incomplete_event_size=HEAD_LIMIT_BYTES)
@@ -112,6 +122,11 @@ def serve(
         emulator.base_url = base_url
         if credentials_out is not None:
             credentials_out.write_text(json.dumps(emulator.credentials(base_url), indent=2), encoding="utf-8")
+        if env_out is not None:
+            settings = dashboard_environment(emulator.credentials(base_url))
+            env_out.write_text("".join(f"{name}={value}\n" for name, value in settings.items()), encoding="utf-8")
+        if tagged:
+            typer.echo(f"sites tagged canary: {', '.join(map(str, tagged))}")
         typer.echo(
             f"{base_url}  (dashboard URL {site_root}, {len(emulator.state.sites)} sites, namespace {namespace}, "
             f"ready in {time.monotonic() - started:.2f}s)",

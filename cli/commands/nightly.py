@@ -11,5 +11,5 @@ def _flow():
 
 app = maintenance_app(
     _flow, "nightly run", "Run the nightly maintenance flow (sync, updates, checks, reconcile, summary, report).",
-    sends_report=True,
+    sends_report=True, alerts="nightly-maintenance",  # its runs alert on failure: so does one that cannot start
 )

@@ -26,10 +26,11 @@ def list_runs(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many of the newest runs.")] = 14,
     report_dir: ReportDir = None,
 ) -> None:
-    """The newest runs, newest first: when, status, items by outcome, broken and still-down sites, reports."""
+    """The newest runs, newest first: when, how it ended (as its exit code says), items counted as the reports
+    count them, sites it broke, sites down at its end, reports sent."""
     if context.invoked_subcommand is not None:
         return
-    from fleet.model.summary import Outcome
+    from fleet.model.vocabulary import LIST_SEPARATOR
     from reporting.nights import recent_nights
 
     where = _report_dir(report_dir)
@@ -38,13 +39,17 @@ def list_runs(
         typer.echo(f"no run yet under {where} (FLEET_REPORT_DIR, or reports in FLEET_HOME)")
         return
     # plain columns that fit 80 characters; the run id says when (UTC), and `fleet runs show` takes it
-    line = "{:<24}  {:<11}  {:>7} {:>6} {:>8} {:>5} {:>4} {:>5}"
-    typer.echo(line.format("run (started, UTC)", "status", "updated", "failed", "not done", "broke", "down", "sent"))
+    line = "{:<24} {:<13} {:>7} {:>6} {:>7} {:>5} {:>4} {:>5}"
+    typer.echo(line.format("run (started, UTC)", "status", "updated", "failed", "not upd", "broke", "down", "sent"))
     for night in nights:
-        not_done = sum(night.count(outcome) for outcome in (Outcome.skipped, Outcome.unknown, Outcome.unchanged))
-        typer.echo(line.format(night.run_id, night.status, night.count(Outcome.updated),
-                               night.count(Outcome.failed), not_done, len(night.broken), len(night.already_down),
-                               night.delivered))
+        if night.dry_run:  # nothing was tried: its words, not columns of zeros
+            counts = LIST_SEPARATOR.join([night.voice.done.said(night.done),
+                                          night.voice.not_done.said(night.not_updated)])
+            typer.echo(f"{night.run_id:<24} {night.status:<13} {counts}")
+            continue
+        typer.echo(line.format(night.run_id, night.status, night.done, night.attention, night.not_updated,
+                               len(night.broken), night.down, night.delivered))
+    typer.echo("not upd: found and not updated, failed included; down: sites down at its end")
     typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
 
 
@@ -55,6 +60,7 @@ def show(
 ) -> None:
     """One run: how it ended, items by outcome, the sites it broke and those still down, holds, deliveries,
     problems, and where its summary and reports are."""
+    from fleet.model.vocabulary import count
     from reporting.nights import matching_nights, read_night
 
     where = _report_dir(report_dir)
@@ -70,14 +76,20 @@ def show(
     typer.echo(f"  started {night.started_at:%Y-%m-%d %H:%M:%S} UTC, took "
                f"{(night.finished_at - night.started_at).total_seconds() / 60:.1f} min"
                + (f", dashboard {night.dashboard}" if night.dashboard else ""))
-    counts = ", ".join(f"{count} {outcome.value}" for outcome, count in sorted(night.counts.by_outcome.items()))
-    typer.echo(f"  items: {counts or 'none'}")
+    counts = night.voice.listed(night.said)
+    typer.echo(f"  items: {counts or 'none'}"
+               + (f" ({night.voice.not_done.said(night.not_updated)} in all)" if night.not_updated else ""))
     if night.did_nothing:
         typer.echo(f"  did nothing: {night.did_nothing}")
     for alarm in night.broken:
         typer.echo(f"  broke {alarm.site_name} ({alarm.site_url}): {alarm.saw}")
     for alarm in night.already_down:
-        typer.echo(f"  still down: {alarm.site_name} ({alarm.site_url}): {alarm.saw}")
+        typer.echo(f"  down before the night: {alarm.site_name} ({alarm.site_url}): {alarm.saw}")
+    if not night.dry_run:
+        typer.echo(f"  down at the night's end: {count(night.down, 'site')}")
+    for incident in night.open_incidents:
+        typer.echo(f"  incident {incident.id} open: {incident.site_name} ({incident.site_url}), {incident.headline}, "
+                   f"since run {incident.opened_by} (fleet incidents show {incident.id})")
     for hold in night.holds:
         typer.echo(f"  holds {hold.type.value}:{hold.slug}@{hold.version} since {hold.since}: {hold.reason}")
     for delivery in night.deliveries:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -47,10 +48,12 @@ def selection(sites: list[str] | None, tags: list[str] | None, clients: list[str
 
 
 def check_before_the_run(label: str, request: NightRequest, sends_report: bool, *,
-                         unreachable_is_fatal: bool = True) -> None:
+                         unreachable_is_fatal: bool = True, alert_flow: str | None = None) -> None:
     """Every setting, the policy file, the dashboard's answer to the credentials and the selection, before a flow
-    run (or a temporary Prefect server) exists: a mistake ends here in seconds, with one line and no alert. A
-    service (`unreachable_is_fatal=False`) starts anyway when the dashboard does not answer now, saying so."""
+    run (or a temporary Prefect server) exists: a mistake ends here in seconds, with one line. At a terminal the
+    person reads it; without one (cron, systemd) the operator is alerted about the `alert_flow` run that did not
+    start, as a failed scheduled night alerts. A service (`unreachable_is_fatal=False`) starts anyway when the
+    dashboard does not answer now, saying so."""
     from dashboard.client import DashboardClient
     from dashboard.errors import TransportError
     from fleet.state.continuity import check_state_home
@@ -58,20 +61,38 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
     from tasks.preflight import check_dashboard, check_settings
 
     async def check() -> None:
-        settings = check_settings(request, dashboard_from_environment=True,
-                                  mail=MailSettings if sends_report else None).settings
+        checked = check_settings(request, dashboard_from_environment=True,
+                                 mail=MailSettings if sends_report else None)
+        settings = checked.settings
         for note in check_state_home(settings):
             typer.secho(note, fg=typer.colors.YELLOW, err=True)
         try:
             async with DashboardClient.from_env(max_connections=settings.concurrency) as client:
-                await check_dashboard(client, request.selection)
+                await check_dashboard(client, request.selection, checked)
         except TransportError as error:
             if unreachable_is_fatal:
                 raise
             typer.secho(f"the dashboard does not answer now ({error}): serving anyway", fg=typer.colors.YELLOW,
                         err=True)
 
-    run_flow(f"{label} not started", check)
+    run_flow(f"{label} not started", check,
+             on_expected=None if alert_flow is None else lambda line: alert_unattended(label, alert_flow, line))
+
+
+def alert_unattended(label: str, flow: str, line: str) -> None:
+    """Alert the operator about a run that did not start, unless a person at a terminal reads the line."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return
+    from tasks.alert import alert_not_started
+
+    command = f"fleet {label.split()[0]}"  # "nightly run" -> fleet nightly
+    try:
+        outcomes = asyncio.run(alert_not_started(command, flow, line))
+    except Exception as error:  # noqa: BLE001 - the line and the exit code must still be given
+        typer.secho(f"{command}: the operator could not be alerted: {type(error).__name__}: {error}",
+                    fg=typer.colors.RED, err=True)
+        return
+    typer.echo(f"{command}: operator alerted (no terminal): {'; '.join(outcomes)}", err=True)
 
 
 def print_summary(path: str) -> None:
@@ -80,10 +101,10 @@ def print_summary(path: str) -> None:
     typer.echo(f"summary: {path}")
 
 
-def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
-    """Run a flow from the command line: an expected failure prints one line (no traceback) and exits with its
-    documented code (cli/errors.py); the night that broke sites, or ends with sites still down, still prints where
-    its summary went."""
+def run_flow(label: str, call: Callable[[], Awaitable[T]], on_expected: Callable[[str], None] | None = None) -> T:
+    """Run a flow from the command line: an expected failure prints one line (no traceback), is handed to
+    `on_expected`, and exits with its documented code (cli/errors.py); the night that broke sites, or ends with
+    sites still down, still prints where its summary went."""
     from cli.errors import expected_failure, quiet_expected_tracebacks
     from fleet.rules.breakage import NightFailure
 
@@ -98,16 +119,19 @@ def run_flow(label: str, call: Callable[[], Awaitable[T]]) -> T:
         if isinstance(error, NightFailure):
             print_summary(error.summary_path)
         typer.secho(f"{label}: {line}", fg=typer.colors.RED, err=True)
+        if on_expected is not None:
+            on_expected(f"{label}: {line}")
         raise typer.Exit(code) from None
 
 
 def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], label: str, help: str, *,
-                    sends_report: bool) -> typer.Typer:
+                    sends_report: bool, alerts: str | None = None) -> typer.Typer:
     """A command that runs a maintenance flow (nightly or update) on a selection and prints where its summary
     went; exits with the codes of cli/errors.py (2 for a bad option, setting, policy file or a selection that
     matches no site, 3 for refused credentials, 4 for an unreachable dashboard: all before any flow run; 7 for
     a night that broke sites, 8 for one that ends with sites broken on earlier nights still down, 9 for one
-    that did nothing)."""
+    that did nothing). `alerts`: the flow whose failed runs alert the operator; started without a terminal, a
+    run of it that cannot start alerts too."""
     app = typer.Typer(help=help, invoke_without_command=True, no_args_is_help=False)
 
     @app.callback()
@@ -121,7 +145,7 @@ def maintenance_app(load_flow: Callable[[], Callable[..., Awaitable[str]]], labe
 
         request = NightRequest(selection=chosen, dry_run=dry_run, policy_file=str(policy or ""),
                                report_dir=str(report_dir or ""), at=at)
-        check_before_the_run(label, request, sends_report)
+        check_before_the_run(label, request, sends_report, alert_flow=alerts)
         flow = load_flow()
         path = run_flow(f"{label} failed", lambda: flow(
             selection=chosen, dry_run=dry_run, policy_file=request.policy_file, report_dir=request.report_dir, at=at,

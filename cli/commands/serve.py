@@ -1,5 +1,7 @@
 """`fleet serve`: serve the nightly schedule and the manual-trigger deployments from this process."""
 
+import signal
+
 import typer
 
 app = typer.Typer(help="Serve the nightly schedule and the manual triggers (needs a Prefect server).")
@@ -16,7 +18,8 @@ def say(line: str, loud: bool) -> None:
 @app.callback(invoke_without_command=True)
 def serve() -> None:
     """Register the deployments with the Prefect server (PREFECT_API_URL) and run their flow runs here; print
-    when the night runs next, or warn when the server schedules no run of it. The scheduled night's settings
+    when the night runs next, or warn when the server schedules no run of it. Stopping it (Ctrl-C, SIGTERM) pauses
+    every schedule, or says loudly which it could not (exit 1). The scheduled night's settings
     (FLEET_*, the policy file, the mail, the key) are checked first: a service that would fail every night does
     not start."""
     from pydantic import ValidationError
@@ -31,11 +34,15 @@ def serve() -> None:
     except ValidationError as exc:
         typer.secho(f"fleet serve not started: {settings_problem(exc)}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    check_before_the_run("fleet serve", NightRequest(), sends_report=True, unreachable_is_fatal=False)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # systemd's stop, until serving: as Ctrl-C
     try:
-        serve_deployments(settings, say)
-    except KeyboardInterrupt:
-        typer.echo("stopped: the schedule is paused until fleet serve runs again")
+        check_before_the_run("fleet serve", NightRequest(), sends_report=True, unreachable_is_fatal=False)
+        stopped = serve_deployments(settings, say)
+    except KeyboardInterrupt:  # before any deployment was registered (serving handles its own stop)
+        typer.echo("stopped before serving anything")
+        return
     except SettingsError as error:  # the automations' settings (FLEET_NOTIFY_BLOCK naming no saved block, ...)
         typer.secho(f"fleet serve not started: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
+    if not stopped.complete:
+        raise typer.Exit(1)

@@ -101,11 +101,15 @@ class NightRequest(BaseModel):
             settings = pipeline_settings(self.report_dir)
         except ValidationError as error:
             raise SettingsError.of(error) from None
-        path = Path(self.policy_file) if self.policy_file else settings.policy_file
+        path = self.policy_path(settings)
         policy = load_policy(path) if path else Policy()
         if policy.check_all_sites:
             settings = settings.model_copy(update={"check_all_sites": True})
         return settings, policy
+
+    def policy_path(self, settings: PipelineSettings) -> Path | None:
+        """The policy file the night reads (the request's, else FLEET_POLICY_FILE), None for none."""
+        return Path(self.policy_file) if self.policy_file else settings.policy_file
 
 
 @dataclass

@@ -105,7 +105,7 @@ class HealthCheck(Record):
     response_ms: float | None = None
     probe_ok: bool | None = None
     probe_error: str | None = None
-    open_incidents: int = 0
+    open_incidents: int = 0  # the uptime monitors' open alerts (MainWP's "incidents"; ours are the nights' breaks)
     error: str | None = None
     before_ok: bool | None = Field(None, description="The home-page probe before the updates (None: not probed).")
     before_error: str | None = None

@@ -516,17 +516,33 @@ class EffectiveRules:
         return None
 
 
-def check_recipients(policy: Policy, clients: Iterable[str]) -> None:
-    """Raise `PolicyError` naming every `recipients` and `reply_to` entry that is not one of the dashboard's
-    clients."""
+def client_names(policy: Policy) -> list[tuple[str, str]]:
+    """Every client the policy names, with where: (`recipients`, name), (`rollout.cohorts`, name), ..."""
+    named = [("recipients", name) for name in policy.recipients]
+    named += [("reply_to", name) for name in policy.reply_to]
+    named += [("overrides.clients", name) for name in policy.overrides.clients]
+    if policy.windows is not None:
+        named += [("windows.clients", name) for name in policy.windows.clients]
+    named += [(f"blackouts.{position}.clients", name)
+              for position, blackout in enumerate(policy.blackouts) for name in blackout.clients or []]
+    if policy.rollout is not None:
+        named += [("rollout.cohorts", cohort.partition(":")[2].strip())
+                  for cohort in policy.rollout.cohorts if cohort.startswith("client:")]
+    return named
+
+
+def check_client_names(policy: Policy, clients: Iterable[str], source: Path | None = None) -> None:
+    """Raise `PolicyError` naming the policy file and every place in it that names a client the dashboard does
+    not have (a typo there would otherwise send no report, or apply no rule, without a word)."""
     known = {name.lower() for name in clients}
-    problems = []
-    for key, named in (("recipients", policy.recipients), ("reply_to", policy.reply_to)):
-        unknown = [name for name in named if name.lower() not in known]
-        if unknown:
-            problems.append(f"{key}: the dashboard has no client named {', '.join(repr(name) for name in unknown)}")
+    unknown: dict[str, list[str]] = {}
+    for key, name in client_names(policy):
+        if name.lower() not in known and name not in unknown.setdefault(key, []):
+            unknown[key].append(name)
+    problems = [f"{key}: the dashboard has no client named {', '.join(repr(name) for name in names)}"
+                for key, names in unknown.items() if names]
     if problems:
-        raise PolicyError("; ".join(problems))
+        raise PolicyError((f"{source}: " if source else "") + "; ".join(problems))
 
 
 def _format_error(path: Path, error: ValidationError) -> str:

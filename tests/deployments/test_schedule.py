@@ -122,3 +122,65 @@ def test_fleet_serve_does_not_start_a_service_that_would_fail_every_night(tmp_pa
                           timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip() == "fleet serve not started: FLEET_BASE_URL (not set): Field required"
+
+
+def test_fleet_serve_does_not_start_with_a_policy_naming_a_client_the_dashboard_does_not_have(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
+    """Every scheduled night would fail on it: one line naming the policy file and the client, exit 2, before any
+    deployment registers (no Prefect server is needed to find it)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("recipients:\n  Acme Typo Inc: [boss@acme.example]\n")
+    env = clean_environment(tmp_path / "prefect", FLEET_HOME=str(tmp_path / "home"),
+                            PREFECT_API_URL="http://127.0.0.1:9/api", FLEET_POLICY_FILE=str(policy),
+                            **dashboard_settings)
+    done = subprocess.run([command_path("fleet"), "serve"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("the state database")]
+    assert lines == [f"fleet serve not started: {policy}: recipients: the dashboard has no client named "
+                     "'Acme Typo Inc'"], done.stdout + done.stderr
+
+
+def test_stopping_fleet_serve_while_a_run_is_submitted_pauses_every_schedule_and_leaves_no_run_pending(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
+    """systemd's SIGTERM, then Ctrl-C, each the moment a triggered run turns Pending (the runner submitting it):
+    every deployment paused, no run Pending, no auto-scheduled run left, `fleet serve` saying it stopped, exit 0.
+    `bench/serve_stops.py` stops it 20 times at random moments."""
+    from bench.serve_stops import SERVER_SETTINGS, stop_once
+
+    with LocalPrefectServer(tmp_path / "prefect", SERVER_SETTINGS) as server:
+        for number, signum in enumerate((signal.SIGTERM, signal.SIGINT), start=1):
+            stop, printed = stop_once(server, dashboard_settings, tmp_path, number, at_submission=True, delay=0,
+                                      signum=signum)
+            assert stop.was_serving and stop.clean, (stop, printed[-3000:])
+            assert stop.paused == 5 and "stopped: 5 deployment(s) paused until fleet serve runs again" in printed
+            assert "Traceback" not in printed, printed[-3000:]
+
+
+def test_a_failed_night_is_one_line_in_fleet_serves_output_and_its_traceback_stays_in_the_runs_logs(
+    tmp_path: Path, dashboard_settings: dict[str, str]
+) -> None:
+    """The dashboard stops answering after `fleet serve` started; the night run then fails. `fleet serve`'s output
+    says it in one line (what failed, the run id, where its report is), with no traceback; the flow run's own logs
+    in Prefect keep the traceback."""
+    from bench.serve_stops import SERVE_SETTINGS, SERVER_SETTINGS, state_of, trigger
+    from emulator.testing import free_port
+
+    closed = {**dashboard_settings, "FLEET_BASE_URL": f"http://127.0.0.1:{free_port()}/wp-json",
+              "FLEET_MAX_ATTEMPTS": "1", "FLEET_REPORT_DIR": str(tmp_path / "reports")}
+    with LocalPrefectServer(tmp_path / "prefect", SERVER_SETTINGS) as server, \
+            fleet_serve(server, tmp_path, closed, **SERVE_SETTINGS) as printed:
+        assert wait_for(lambda: "serving report/report" in printed()), printed()[-3000:]
+        run_id = trigger(server, "nightly-maintenance/nightly")
+        assert wait_for(lambda: state_of(server, run_id) in ("FAILED", "CRASHED")), printed()[-3000:]
+        assert wait_for(lambda: f"({run_id}) failed" in printed()), printed()[-3000:]
+        logs = httpx.post(f"{server.api_url}/logs/filter", json={"logs": {"flow_run_id": {"any_": [run_id]}}},
+                          timeout=30).json()
+    output = printed()
+    assert "Traceback" not in output, output[-3000:]
+    [line] = [line for line in output.splitlines() if f"({run_id}) failed" in line]
+    assert "failed: TransportError: GET /wp-json/mainwp/v2/clients: ConnectError" in line, line
+    assert "no report was written; the traceback is in the flow run's logs" in line, line
+    assert any("Traceback" in entry["message"] for entry in logs), [entry["message"] for entry in logs][-5:]

@@ -57,7 +57,7 @@ async def test_a_policy_naming_an_unknown_client_is_an_error_naming_it(dashboard
     state = await nightly_maintenance(selection=Selection(), policy_file=str(policy), return_state=True)
     error = await state.result(raise_on_failure=False)
     assert isinstance(error, PolicyError)
-    assert str(error) == message
+    assert str(error) == f"{policy}: {message}"
     assert emulator.writes() == before
 
 
@@ -96,6 +96,7 @@ def test_a_url_with_a_password_is_refused_and_never_echoed(monkeypatch):
         assert "hunter2" not in result.output and "admin:" not in result.output
 
 
+UNKNOWN_CLIENT_POLICY = "overrides:\n  clients:\n    Acme Typo Inc: {semver: patch}\n"
 BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the shop\n    expires: 2026-13-45\n"
 
 
@@ -111,6 +112,10 @@ BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the s
      "{tmp}/policy.yaml: holds.0.expires: Input should be a valid date"),
     (["update"], {"FLEET_CONCURRENCY": "0"}, "", 2,
      "FLEET_CONCURRENCY (environment): Input should be greater than or equal to 1"),
+    (["nightly"], {"FLEET_BASE_URL": None}, "FLEET_BASE_URL={base}/nope\n", 2,
+     "FLEET_BASE_URL in {home}/.env: {base}/nope leads to no MainWP REST API (GET /wp-json/nope/"),
+    (["nightly", "--policy", "{tmp}/clients.yaml"], {}, "", 2,
+     "{tmp}/clients.yaml: overrides.clients: the dashboard has no client named 'Acme Typo Inc'"),
 ])
 def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     dashboard, tmp_path: Path, fleet_home: Path, args, env, home_env, code, words
@@ -124,22 +129,31 @@ def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
 
     emulator = dashboard(sites=6, seed=2)
     fleet_home.mkdir(parents=True, exist_ok=True)
-    (fleet_home / ".env").write_text(home_env)
+    base = emulator.server.credentials["base_url"]
+    (fleet_home / ".env").write_text(home_env.format(base=base))
     (tmp_path / "policy.yaml").write_text(BAD_DATE_POLICY)
+    (tmp_path / "clients.yaml").write_text(UNKNOWN_CLIENT_POLICY)
     prefect_home = tmp_path / "prefect-home"
     before = emulator.writes()
     root = Path(__file__).resolve().parents[2]
     environment = {key: value for key, value in {**os.environ, **env}.items()
                    if not key.startswith("PREFECT_") and value is not None}  # None: the home's .env says it
-    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()",
-                           *[arg.format(tmp=tmp_path) for arg in args]], cwd=root,
-                          env={**environment, "PYTHONPATH": str(root), "PREFECT_HOME": str(prefect_home)},
-                          capture_output=True, text=True, timeout=180)
+    import pty
+
+    reader, terminal = pty.openpty()  # a person at a terminal: reads the line, is not alerted
+    try:
+        done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()",
+                               *[arg.format(tmp=tmp_path) for arg in args]], cwd=root,
+                              env={**environment, "PYTHONPATH": str(root), "PREFECT_HOME": str(prefect_home)},
+                              stdin=terminal, capture_output=True, text=True, timeout=180)
+    finally:
+        os.close(reader)
+        os.close(terminal)
     output = done.stdout + done.stderr
     assert done.returncode == code, output
     assert "Traceback" not in output and "wrong==key" not in output and "my-password" not in output
     label = "update run" if args[0] == "update" else "nightly run"
-    expected = words.format(home=fleet_home, tmp=tmp_path)
+    expected = words.format(home=fleet_home, tmp=tmp_path, base=base)
     assert [line for line in output.strip().splitlines() if not line.startswith("the state database")] == [
         f"{label} not started: " + next(line.split(": ", 1)[1] for line in output.splitlines()
                                           if line.startswith(f"{label} not started: "))], output

@@ -54,7 +54,9 @@ def glance_html(html: str) -> dict[str, int]:
 
 def subject_of(eml: Path) -> dict[str, int]:
     subject = " ".join(message_from_bytes(eml.read_bytes(), policy=policy.default)["Subject"].split())
-    return pairs(subject.rsplit(": ", 1)[1])
+    counts = subject.rsplit(": ", 1)[1]
+    assert all(re.search(r"\d+ items?$", part) for part in counts.split(";")), subject  # each count its unit
+    return pairs(re.sub(r" items?(?=;|$)", "", counts))
 
 
 def words_of(summary: Summary, client: str | None = None) -> dict[str, int]:

@@ -168,3 +168,23 @@ def test_rollout_budget():
     policy = parse_policy({"rollout": {"cohorts": ["tag:canary", "5%", "rest"], "failure_budget": "10%"}})
     assert policy.rollout.budget_for(50) == 5
     assert parse_policy({"rollout": {"cohorts": ["rest"], "failure_budget": 2}}).rollout.budget_for(50) == 2
+
+
+def test_every_client_a_policy_names_is_checked_against_the_dashboard_with_the_file_named(tmp_path: Path) -> None:
+    from fleet.rules.policy import check_client_names
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "overrides:\n  clients:\n    ACME LTD: {semver: patch}\n    Overridden Typo: {semver: patch}\n"
+        "windows:\n  clients:\n    Window Typo: {timezone: UTC, hours: '02:00-05:00'}\n"
+        "blackouts:\n  - {from: 2026-11-27, to: 2026-11-30, clients: [Acme Ltd, Blackout Typo], reason: sale}\n"
+        "rollout:\n  cohorts: ['client:Cohort Typo', rest]\n"
+        "recipients:\n  acme ltd: [ops@acme.example]\n")
+    policy = load_policy(path)
+    check_client_names(parse_policy({"recipients": {"Acme Ltd": ["a@b.example"]}}), ["acme ltd"])  # any case
+    with pytest.raises(PolicyError) as raised:
+        check_client_names(policy, ["Acme Ltd"], path)
+    assert str(raised.value) == (
+        f"{path}: overrides.clients: the dashboard has no client named 'Overridden Typo'; windows.clients: the "
+        "dashboard has no client named 'Window Typo'; blackouts.0.clients: the dashboard has no client named "
+        "'Blackout Typo'; rollout.cohorts: the dashboard has no client named 'Cohort Typo'")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime
 from email import message_from_bytes, policy
 from pathlib import Path
@@ -147,4 +148,5 @@ def test_combined_report_is_delivered_like_the_others(tmp_path: Path, smtp_serve
     (received,) = smtp_server.mailbox.received
     message = message_from_bytes(received.message.as_bytes(), policy=policy.default)
     assert "1 of 3 dashboards completed" in message["Subject"] and "2 with problems" in message["Subject"]
+    assert re.search(r"; updated \d+ items?; failed \d+ items?, 2 with problems$", " ".join(message["Subject"].split()))
     assert {part.get_content_type() for part in message.walk()} >= {"text/plain", "text/html"}

@@ -108,8 +108,13 @@ def check_html(html: str, numbers: dict[str, int], client: bool) -> None:
 
 def check_text(text: str, numbers: dict[str, int], client: bool) -> None:
     voice, said = in_words(numbers, client)
-    for label, number in (("Sites", numbers["sites"]), ("Updated", numbers["updated"]),
-                          ("Not updated", numbers["not_updated"]), (voice.attention.title, said[voice.attention])):
+    def unit(number: int) -> str:  # every tile's count says what it counts
+        return "Item" if number == 1 else "Items"
+
+    for label, number in (("Sites" if numbers["sites"] != 1 else "Site", numbers["sites"]),
+                          (f"{unit(numbers['updated'])} updated", numbers["updated"]),
+                          (f"{unit(numbers['not_updated'])} not updated", numbers["not_updated"]),
+                          (f"{unit(said[voice.attention])} {voice.attention.word}", said[voice.attention])):
         assert re.search(rf"^  {label}\s+(\d+)$", text, re.M).group(1) == str(number), label
     glance = text.split("  By outcome:\n", 1)[1].split("\n\n", 1)[0]
     for term, number in said.items():
@@ -121,7 +126,8 @@ def check_text(text: str, numbers: dict[str, int], client: bool) -> None:
     assert re.search(r"^  Total\s+(\d+)$", text, re.M).group(1) == str(numbers["total"])
     assert re.search(r"^Not updated, and why \((\d+)\)$", text, re.M).group(1) == str(numbers["not_updated"])
     check_left_out(text, numbers, client)
-    health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open incidents?", text, re.M)
+    health = re.search(r"^(\d+) of (\d+) sites? checked healthy after the updates; (\d+) open uptime alerts?", text,
+                       re.M)
     assert tuple(map(int, health.groups())) == (numbers["healthy"], numbers["checked"], numbers["open_incidents"])
 
 
@@ -229,7 +235,7 @@ def test_a_night_with_nothing_to_update_is_sensible_and_hides_empty_sections(tmp
     assert re.findall(r"^## (.+)$", md, re.M) == ["Health checks"]
     assert "Not updated, and why" not in text and "By outcome" not in text
     assert "All 11 sites were up to date: there was nothing to update." in text
-    assert rendered.operator.subject.endswith(": updated 0")
+    assert rendered.operator.subject.endswith(": updated 0 items")
 
 
 def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
@@ -253,7 +259,7 @@ def test_long_lists_are_capped_and_say_how_many_more(nights: list[Path], tmp_pat
     Summary.read(nights[-1]).write(run_dir)
     rendered = render_reports(run_dir, max_rows=rows)
     updated = expected(run_dir, None)["updated"]
-    assert f"and {updated - rows} more updated items" in body(rendered, rendered.operator, ".txt")
+    assert f"and {updated - rows} more items updated" in body(rendered, rendered.operator, ".txt")
     assert Marked(body(rendered, rendered.operator, ".html")).rows["updated"] == rows
 
 
