@@ -222,7 +222,7 @@ def _generated(rng: random.Random, slugs: list[str], published: datetime) -> Ite
         fixed = rng.random() < 0.8
         yield record(rng, "plugin", slug, slug.replace("-", " ").title(), to_version=latest,
                      to_inclusive=not fixed, patched=[_bump(latest, rng)] if fixed else [], published=published,
-                     padding=rng.randrange(200, 420))
+                     padding=rng.randrange(40, 120))
 
 
 def write_feed(path: Path, *, size_bytes: int, slugs: list[str], seed: int = 0) -> int:

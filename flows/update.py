@@ -77,6 +77,7 @@ from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
 from tasks.sync import read_child_slots_task, sync_sites_task
 from tasks.visual import take_baselines_task
+from tasks.vulnerabilities import review_vulnerabilities_task
 
 
 def run_identity(started: datetime) -> str:
@@ -316,6 +317,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment)
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
+                night.security = await review_vulnerabilities_task(quote(plan), settings)
                 if night.visual is not None:
                     night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
                                              plan.items)

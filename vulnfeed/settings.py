@@ -39,6 +39,17 @@ class FeedSettings(FleetSettings):
                 raise ValueError("must be an http(s) URL with a host, or a file path")
         return value
 
+    @field_validator("vuln_refresh", mode="before")
+    @classmethod
+    def _seconds(cls, value: object) -> object:
+        """A plain number is seconds (pydantic reads only ISO 8601 from text)."""
+        if isinstance(value, str):
+            try:
+                return timedelta(seconds=float(value))
+            except ValueError:
+                return value
+        return value
+
     @field_validator("vuln_refresh")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:

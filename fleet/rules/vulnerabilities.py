@@ -7,13 +7,13 @@ from php-src `ext/standard/versioning.c` and tested against a table PHP itself p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 
 from fleet.model.vulnerability import (
     WILDCARD,
     AffectedRange,
-    AffectedSoftware,
+    FeedRange,
     ItemSecurity,
     Security,
     Vulnerability,
@@ -109,32 +109,75 @@ def _compare(version1: bytes, version2: bytes) -> int:
     return compare
 
 
-@lru_cache(maxsize=1 << 17)
+@lru_cache(maxsize=1 << 16)
+def _numbers(version: str) -> tuple[int, ...] | None:
+    """A version of digits and dots only (`6.4.2`), as PHP reads its parts; None for anything else."""
+    if not version or not version.isascii() or not version.replace(".", "").isdigit() or "" in version.split("."):
+        return None
+    return tuple(min(int(part), _LONG_MAX) for part in version.split("."))
+
+
 def version_compare(version1: str, version2: str) -> int:
-    """PHP's version_compare($version1, $version2): -1, 0 or 1."""
+    """PHP's version_compare($version1, $version2): -1, 0 or 1.
+
+    Two versions of digits and dots compare as tuples of numbers (a longer one, equal so far, is greater: PHP's
+    rule for a remaining numeric part); any other pair goes through the port of PHP's algorithm."""
+    numbers1, numbers2 = _numbers(version1), _numbers(version2)
+    if numbers1 is not None and numbers2 is not None:
+        return (numbers1 > numbers2) - (numbers1 < numbers2)
+    return _php_compare(version1, version2)
+
+
+@lru_cache(maxsize=1 << 16)
+def _php_compare(version1: str, version2: str) -> int:
     return _compare(version1.encode("utf-8", "surrogateescape"), version2.encode("utf-8", "surrogateescape"))
+
+
+# A range with its ends read once: (id, vulnerability, low, low's numbers, low inclusive, high, high's numbers,
+# high inclusive); an end is None for `*`, its numbers None unless it is a plain version (digits and dots).
+_Compiled = tuple[str, "Vulnerability | None", "str | None", "tuple[int, ...] | None", bool, "str | None",
+                  "tuple[int, ...] | None", bool]
+
+
+def _compile(vulnerability: Vulnerability | None, bounds: AffectedRange | FeedRange) -> _Compiled:
+    low = None if bounds.from_version == WILDCARD else bounds.from_version
+    high = None if bounds.to_version == WILDCARD else bounds.to_version
+    return (vulnerability.id if vulnerability else "", vulnerability, low, _numbers(low) if low else None,
+            bounds.from_inclusive, high, _numbers(high) if high else None, bounds.to_inclusive)
+
+
+def _affected_by(version: str, ranges: list[_Compiled]) -> list[Vulnerability | None]:
+    """The vulnerabilities with a range that holds `version`, each once, in the feed's order. Plain versions on
+    both sides compare as tuples of numbers (what PHP's rules give them); the rest through `version_compare`.
+    Written flat: a fleet's matching spends its time here."""
+    numbers = _numbers(version)
+    seen: dict[str, Vulnerability | None] = {}
+    for vuln_id, vulnerability, low, low_numbers, low_inclusive, high, high_numbers, high_inclusive in ranges:
+        if vuln_id in seen:
+            continue
+        if low is not None:
+            if numbers is not None and low_numbers is not None:
+                if numbers < low_numbers if low_inclusive else numbers <= low_numbers:
+                    continue
+            else:
+                order = version_compare(version, low)
+                if order < 0 or (order == 0 and not low_inclusive):
+                    continue
+        if high is not None:
+            if numbers is not None and high_numbers is not None:
+                if numbers > high_numbers if high_inclusive else numbers >= high_numbers:
+                    continue
+            else:
+                order = version_compare(version, high)
+                if order > 0 or (order == 0 and not high_inclusive):
+                    continue
+        seen[vuln_id] = vulnerability
+    return list(seen.values())
 
 
 def in_range(version: str, bounds: AffectedRange) -> bool:
     """The version lies in the range (`*` opens an end; each end inclusive or not)."""
-    if bounds.from_version != WILDCARD:
-        low = version_compare(version, bounds.from_version)
-        if low < 0 or (low == 0 and not bounds.from_inclusive):
-            return False
-    if bounds.to_version != WILDCARD:
-        high = version_compare(version, bounds.to_version)
-        if high > 0 or (high == 0 and not bounds.to_inclusive):
-            return False
-    return True
-
-
-def affecting(version: str, software: Iterable[AffectedSoftware]) -> list[Vulnerability]:
-    """The vulnerabilities whose ranges hold `version`, each once, in the feed's order."""
-    found: dict[str, Vulnerability] = {}
-    for entry in software:
-        if entry.vulnerability.id not in found and any(in_range(version, bounds) for bounds in entry.ranges):
-            found[entry.vulnerability.id] = entry.vulnerability
-    return list(found.values())
+    return bool(_affected_by(version, [_compile(None, bounds)]))
 
 
 def feed_key(type_: str, slug: str) -> tuple[str, str] | None:
@@ -148,24 +191,66 @@ def feed_key(type_: str, slug: str) -> tuple[str, str] | None:
     return feed_type, slug.split("/")[0].removesuffix(".php").lower()
 
 
-def classify(type_: str, slug: str, installed: str | None, offered: str | None,
-             feed: Mapping[tuple[str, str], list[AffectedSoftware]] | None) -> ItemSecurity:
-    """What one item means: its update fixes a vulnerability, leaves one open, or is routine; or unchecked.
+_ROUTINE = ItemSecurity(security=Security.routine)
+_NO_FEED = ItemSecurity(security=Security.unchecked, why_unchecked="no copy of the vulnerability feed")
+_NO_VERSION = ItemSecurity(security=Security.unchecked, why_unchecked="the installed version is not known")
 
-    `offered` None is an installed item with no update pending (its vulnerabilities are all open). `feed` None:
-    no copy of the feed to match against.
+
+class FleetMatch:
+    """The feed's entries for a fleet's (type, slug) pairs (None: no copy of the feed), matched once per version.
+
+    A fleet runs few versions of each item: each (item, version) is compared with the feed's ranges once, and each
+    (item, installed, offered) classed once, whatever the number of sites (the answers are frozen, so shared).
     """
-    key = feed_key(type_, slug)
-    if key is None:
-        return ItemSecurity(security=Security.routine)
-    if feed is None:
-        return ItemSecurity(security=Security.unchecked, why_unchecked="no copy of the vulnerability feed")
-    if not installed:
-        return ItemSecurity(security=Security.unchecked, why_unchecked="the installed version is not known")
-    now = affecting(installed, feed.get(key, ()))
-    if not now:
-        return ItemSecurity(security=Security.routine)
-    after = {v.id for v in affecting(offered, feed.get(key, ()))} if offered else {v.id for v in now}
-    fixes = [v for v in now if v.id not in after]
-    still = [v for v in now if v.id in after]
-    return ItemSecurity(security=Security.fixes if fixes else Security.no_fix, fixes=fixes, open=still)
+
+    def __init__(self, feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> None:
+        self.feed = feed
+        self._compiled: dict[tuple[str, str], list[_Compiled]] = {}
+        self._affecting: dict[tuple[tuple[str, str], str], list[Vulnerability]] = {}
+        self._classes: dict[tuple[str, str, str | None, str | None], ItemSecurity] = {}
+
+    def affecting(self, key: tuple[str, str], version: str) -> list[Vulnerability]:
+        found = self._affecting.get((key, version))
+        if found is None:
+            ranges = self._compiled.get(key)
+            if ranges is None:
+                feed = self.feed or {}
+                ranges = self._compiled[key] = [_compile(r.vulnerability, r) for r in feed.get(key, ())]
+            found = self._affecting[key, version] = _affected_by(version, ranges)  # type: ignore[assignment]
+        return found
+
+    def classify(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemSecurity:
+        """What one item means: its update fixes a vulnerability, leaves one open, or is routine; or unchecked.
+        `offered` None is an installed item with no update pending (its vulnerabilities are all open)."""
+        memo = (type_, slug, installed, offered)
+        known = self._classes.get(memo)
+        if known is None:
+            known = self._classes[memo] = self._first(type_, slug, installed, offered)
+        return known
+
+    def _first(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemSecurity:
+        key = feed_key(type_, slug)
+        if key is None:
+            return _ROUTINE
+        if self.feed is None:
+            return _NO_FEED
+        if not installed:
+            return _NO_VERSION
+        if key not in self.feed:
+            return _ROUTINE
+        return self._class(key, installed, offered)
+
+    def _class(self, key: tuple[str, str], installed: str, offered: str | None) -> ItemSecurity:
+        now = self.affecting(key, installed)
+        if not now:
+            return _ROUTINE
+        after = {v.id for v in self.affecting(key, offered)} if offered else {v.id for v in now}
+        fixes = tuple(v for v in now if v.id not in after)
+        still = tuple(v for v in now if v.id in after)
+        return ItemSecurity(Security.fixes if fixes else Security.no_fix, fixes, still)
+
+
+def classify(type_: str, slug: str, installed: str | None, offered: str | None,
+             feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> ItemSecurity:
+    """One item classed on its own (a fleet is classed through one `FleetMatch`)."""
+    return FleetMatch(feed).classify(type_, slug, installed, offered)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from fleet.model.vulnerability import AffectedRange, AffectedSoftware, FeedStatus, Vulnerability
+from fleet.model.vulnerability import AffectedSoftware, FeedRange, FeedStatus, Vulnerability
 from fleet.state.database import open_state_db
 
-_COLUMNS = """(vuln_id TEXT NOT NULL, type TEXT NOT NULL, slug TEXT NOT NULL, ranges TEXT NOT NULL,
-    patched INTEGER NOT NULL, patched_versions TEXT NOT NULL, title TEXT NOT NULL, cve TEXT, cvss_score REAL,
-    cvss_rating TEXT, published TEXT)"""
+_COLUMNS = """(vuln_id TEXT NOT NULL, type TEXT NOT NULL, slug TEXT NOT NULL, from_version TEXT NOT NULL,
+    from_inclusive INTEGER NOT NULL, to_version TEXT NOT NULL, to_inclusive INTEGER NOT NULL, patched INTEGER NOT NULL,
+    patched_versions TEXT NOT NULL, title TEXT NOT NULL, cve TEXT, cvss_score REAL, cvss_rating TEXT,
+    published TEXT)"""
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS vuln_software {_COLUMNS};
 CREATE INDEX IF NOT EXISTS vuln_software_by_slug ON vuln_software (type, slug);
@@ -29,15 +30,18 @@ CREATE TABLE IF NOT EXISTS vuln_feed (
 );
 INSERT OR IGNORE INTO vuln_feed (id) VALUES (1);
 """  # noqa: S608 - constant text only
-_INSERT_STAGING = "INSERT INTO vuln_software_staging VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_STAGING = "INSERT INTO vuln_software_staging VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _LOOKUP_CHUNK = 400
 
 
-def _row(entry: AffectedSoftware) -> tuple:
-    v = entry.vulnerability
-    ranges = json.dumps([[r.from_version, r.from_inclusive, r.to_version, r.to_inclusive] for r in entry.ranges])
-    return (v.id, entry.type, entry.slug, ranges, int(entry.patched), json.dumps(entry.patched_versions), v.title,
-            v.cve, v.cvss_score, v.cvss_rating, v.published)
+def _rows(entries: Iterable[AffectedSoftware]) -> Iterator[tuple]:
+    """One row per affected range (most entries have one)."""
+    for entry in entries:
+        v, patched = entry.vulnerability, json.dumps(entry.patched_versions)
+        for r in entry.ranges:
+            yield (v.id, entry.type, entry.slug, r.from_version, int(r.from_inclusive), r.to_version,
+                   int(r.to_inclusive), int(entry.patched), patched, v.title, v.cve, v.cvss_score, v.cvss_rating,
+                   v.published)
 
 
 class VulnerabilityStore:
@@ -80,7 +84,7 @@ class VulnerabilityStore:
         self._db.commit()
 
     def add(self, entries: Iterable[AffectedSoftware]) -> None:
-        self._db.executemany(_INSERT_STAGING, map(_row, entries))
+        self._db.executemany(_INSERT_STAGING, _rows(entries))
         self._db.commit()
 
     def carry_over(self, vuln_id: str) -> None:
@@ -101,24 +105,26 @@ class VulnerabilityStore:
 
     # --- reading -----------------------------------------------------------------------------------------------
 
-    def affecting(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[AffectedSoftware]]:
-        """Every software entry of the live copy for these (type, slug) pairs (slugs compared lowercase)."""
-        wanted = sorted({(type_, slug.lower()) for type_, slug in keys})
-        found: dict[tuple[str, str], list[AffectedSoftware]] = {}
+    def affecting(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[FeedRange]]:
+        """Every affected range of the live copy for these (type, slug) pairs (slugs compared lowercase)."""
+        by_type: dict[str, list[str]] = {}
+        for type_, slug in {(type_, slug.lower()) for type_, slug in keys}:
+            by_type.setdefault(type_, []).append(slug)
+        found: dict[tuple[str, str], list[FeedRange]] = {}
         vulnerabilities: dict[str, Vulnerability] = {}
-        for start in range(0, len(wanted), _LOOKUP_CHUNK):
-            chunk = wanted[start:start + _LOOKUP_CHUNK]
-            where = " OR ".join(["(type = ? AND slug = ?)"] * len(chunk))
-            rows = self._db.execute(f"SELECT * FROM vuln_software WHERE {where}",  # noqa: S608 - placeholders only
-                                    [part for key in chunk for part in key])
-            for vuln_id, type_, slug, ranges, patched, patched_versions, title, cve, score, rating, published in rows:
-                vulnerability = vulnerabilities.get(vuln_id)
-                if vulnerability is None:
-                    vulnerability = vulnerabilities[vuln_id] = Vulnerability(
-                        id=vuln_id, title=title, cve=cve, cvss_score=score, cvss_rating=rating, published=published)
-                found.setdefault((type_, slug), []).append(AffectedSoftware(
-                    vulnerability=vulnerability, type=type_, slug=slug, patched=bool(patched),
-                    patched_versions=json.loads(patched_versions),
-                    ranges=[AffectedRange(from_version=a, from_inclusive=b, to_version=c, to_inclusive=d)
-                            for a, b, c, d in json.loads(ranges)]))
+        for type_, slugs in by_type.items():
+            for start in range(0, len(slugs), _LOOKUP_CHUNK):
+                chunk = slugs[start:start + _LOOKUP_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                rows = self._db.execute(
+                    "SELECT slug, vuln_id, from_version, from_inclusive, to_version, to_inclusive, title, cve, "  # noqa: S608 - placeholders only
+                    f"cvss_score, cvss_rating, published FROM vuln_software WHERE type = ? AND slug IN ({marks})",
+                    [type_, *chunk])
+                for slug, vuln_id, low, low_in, high, high_in, title, cve, score, rating, published in rows:
+                    vulnerability = vulnerabilities.get(vuln_id)
+                    if vulnerability is None:
+                        vulnerability = vulnerabilities[vuln_id] = Vulnerability(
+                            vuln_id, title, cve, score, rating, published)
+                    found.setdefault((type_, slug), []).append(
+                        FeedRange(vulnerability, low, bool(low_in), high, bool(high_in)))
         return found

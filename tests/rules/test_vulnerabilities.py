@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.model.vulnerability import AffectedRange, AffectedSoftware, OddRecord, Security, Vulnerability, parse_record
+from fleet.model.vulnerability import AffectedRange, FeedRange, OddRecord, Security, Vulnerability, parse_record
 from fleet.rules.vulnerabilities import canonical, classify, feed_key, in_range, version_compare
 
 TABLE = Path(__file__).parent / "data" / "php_version_compare.tsv"
@@ -61,14 +61,13 @@ def test_ranges_with_wildcards_and_open_ends(version: str, affected: AffectedRan
     assert in_range(version, affected) is inside
 
 
-def software(vuln_id: str, slug: str, *ranges: AffectedRange) -> AffectedSoftware:
-    return AffectedSoftware(vulnerability=Vulnerability(id=vuln_id, cve=f"CVE-2026-{vuln_id}", cvss_score=8.1,
-                                                        cvss_rating="High"),
-                            type="plugin", slug=slug, ranges=list(ranges))
+def affected(vuln_id: str, low: str, high: str, high_in: bool = True) -> FeedRange:
+    vulnerability = Vulnerability(id=vuln_id, cve=f"CVE-2026-{vuln_id}", cvss_score=8.1, cvss_rating="High")
+    return FeedRange(vulnerability, low, True, high, high_in)
 
 
-FEED = {("plugin", "forms"): [software("1", "forms", bounds("*", "2.0", high_in=False)),
-                              software("2", "forms", bounds("*", "3.0"))]}
+FEED = {("plugin", "forms"): [affected("1", "*", "2.0", high_in=False), affected("2", "*", "3.0"),
+                              affected("2", "4.0-beta", "4.0.2")]}
 
 
 @pytest.mark.parametrize(("installed", "offered", "security", "fixes", "left_open"), [
@@ -77,6 +76,8 @@ FEED = {("plugin", "forms"): [software("1", "forms", bounds("*", "2.0", high_in=
     ("2.5", "2.9", Security.no_fix, [], ["2"]),
     ("2.5", None, Security.no_fix, [], ["2"]),  # installed, nothing offered: exposure
     ("3.1", "3.2", Security.routine, [], []),
+    ("3.1", "4.0.1", Security.routine, [], []),  # an update into a vulnerable release: said in `open` of none
+    ("4.0-RC1", "4.1", Security.fixes, ["2"], []),  # a pre-release inside a range given by its second range
 ])
 def test_a_pending_item_is_classed(installed: str, offered: str | None, security: Security, fixes: list[str],
                                    left_open: list[str]) -> None:
