@@ -317,7 +317,7 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment)
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-                night.security = await review_vulnerabilities_task(quote(plan), settings)
+                night.security = await review_vulnerabilities_task(client, quote(plan), settings)
                 if night.visual is not None:
                     night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
                                              plan.items)

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dashboard.models import UpdateType
-from fleet.model.vulnerability import FeedStatus, ItemSecurity
+from fleet.model.vulnerability import Exposure, FeedStatus, ItemSecurity
 
 SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
@@ -472,6 +472,10 @@ class Summary(BaseModel):
     looks: list[SiteLook] = Field(default_factory=list, description="The visual checks (the policy's `visual:`).")
     vulnerability_feed: FeedStatus | None = Field(None, description="The copy of the vulnerability feed the "
                                                   "items were matched against (its age, its last problem).")
+    exposure: list[Exposure] = Field(default_factory=list, description="Installed items with a known vulnerability "
+                                     "and no update pending: vulnerable, no fix offered.")
+    unchecked_sites: list[int] = Field(default_factory=list, description="Selected sites whose installed items "
+                                       "could not be matched (never read as clean).")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "
                                     "site, or attempted none of its updates (the run fails and alerts).")
 
