@@ -311,13 +311,14 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
                                                                  quote(pending), quote(night.sizer), settings)
                              if interrupted else [])
+                night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings)
                 plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
                                                pending=quote(pending), ignored=quote(ignored), policy=policy,
                                                selection=request.selection, dry_run=request.dry_run,
-                                               settings=settings, planned_for=request.at and moment)
+                                               settings=settings, planned_for=request.at and moment,
+                                               security=quote(night.security))
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-                night.security = await review_vulnerabilities_task(client, quote(plan), settings)
                 if night.visual is not None:
                     night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
                                              plan.items)

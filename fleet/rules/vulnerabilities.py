@@ -18,6 +18,7 @@ from fleet.model.vulnerability import (
     Security,
     Vulnerability,
 )
+from fleet.rules.policy import SecurityLane
 
 _SPECIAL_FORMS = ((b"dev", 0), (b"alpha", 1), (b"a", 1), (b"beta", 2), (b"b", 2), (b"RC", 3), (b"rc", 3),
                   (b"#", 4), (b"pl", 5), (b"p", 5))
@@ -254,3 +255,13 @@ def classify(type_: str, slug: str, installed: str | None, offered: str | None,
              feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> ItemSecurity:
     """One item classed on its own (a fleet is classed through one `FleetMatch`)."""
     return FleetMatch(feed).classify(type_, slug, installed, offered)
+
+
+def urgent_fix(security: ItemSecurity | None, lane: SecurityLane) -> str | None:
+    """The vulnerabilities at or above the policy's threshold that the item's update fixes, in a few words (the
+    worst first); None when it fixes none: the item is routine for the security lane."""
+    if security is None or security.security is not Security.fixes:
+        return None
+    counted = sorted((v for v in security.fixes if lane.counts(v.cvss_score, v.cvss_rating)),
+                     key=lambda v: -(v.cvss_score if v.cvss_score is not None else 10.0))
+    return ", ".join(v.label for v in counted) or None
