@@ -1,8 +1,8 @@
 """`update_fleet`, and the sentence every maintenance run follows:
 
-sync and detect (per chunk, with the ignore lists alongside) -> policy -> plan -> per cohort, in lanes of sites
-side by side: execute by type (translations, plugins, themes, core) -> sensor on queued jobs -> checks ->
-re-sync -> reconcile; then open incidents -> summary -> the bad versions remembered, the incidents across nights.
+sync and detect (per chunk, with the ignore lists alongside) -> known vulnerabilities -> policy (the security
+lane) -> plan -> per cohort, in lanes of sites side by side: execute by type (translations, plugins, themes,
+core) -> sensor on queued jobs -> checks -> re-sync -> reconcile; then open incidents -> summary -> the bad versions remembered, the incidents across nights.
 
 The rules between the steps are the engine's (`fleet.engine.night`); here is only their order, as Prefect runs it.
 """
