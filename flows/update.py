@@ -2,7 +2,8 @@
 
 sync and detect (per chunk, with the ignore lists alongside) -> known vulnerabilities -> policy (the security
 lane) -> plan -> per cohort, in lanes of sites side by side: execute by type (translations, plugins, themes,
-core) -> sensor on queued jobs -> checks -> re-sync -> reconcile; then open incidents -> summary -> the bad versions remembered, the incidents across nights.
+core) -> sensor on queued jobs -> checks -> re-sync -> reconcile; then open incidents -> summary -> the bad
+versions remembered, the incidents across nights.
 
 The rules between the steps are the engine's (`fleet.engine.night`); here is only their order, as Prefect runs it.
 """
