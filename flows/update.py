@@ -312,7 +312,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
                                                                  quote(pending), quote(night.sizer), settings)
                              if interrupted else [])
-                night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings)
+                night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
+                                                                   request.dry_run)
                 plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
                                                pending=quote(pending), ignored=quote(ignored), policy=policy,
                                                selection=request.selection, dry_run=request.dry_run,

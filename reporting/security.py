@@ -35,6 +35,7 @@ class SecuritySection:
     open: list[SecurityRow] = field(default_factory=list)  # no fix offered (pending or installed)
     more: int = 0  # rows left out of the lists (all are in summary.json)
     no_fix_plan: str = NO_FIX_PLAN
+    measures: str = ""  # the operator's: exposure across nights, time from a fix offered to patched
 
 
 def security_rows(items: list[ItemRow]) -> list[ItemRow]:
@@ -116,4 +117,6 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     return SecuritySection(
         sentence="; ".join(parts) + ".", feed=_feed_line(summary, is_client),
         attribution=feed.attribution if feed is not None else "",
-        held=keep[0], fixed=keep[1], open=keep[2], more=len(rows) - sum(map(len, keep)))
+        held=keep[0], fixed=keep[1], open=keep[2], more=len(rows) - sum(map(len, keep)),
+        measures=f"Across nights: {summary.exposure_stats.sentence}." if summary.exposure_stats and not is_client
+        else "")

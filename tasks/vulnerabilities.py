@@ -16,7 +16,7 @@ from tasks.retries import STEP_OPTIONS
 
 
 async def review_vulnerabilities_step(client: DashboardClient, sites: list[SiteRecord], pending: list[DetectedUpdate],
-                                      settings: PipelineSettings) -> NightSecurity:
+                                      settings: PipelineSettings, dry_run: bool = False) -> NightSecurity:
     """Async like the flows that call it; the feed (up to 160 MB) is read in a thread. Never fails the night: a
     site list that cannot be read leaves every site's installed items unchecked, said in the log."""
     logger = get_run_logger()
@@ -28,7 +28,7 @@ async def review_vulnerabilities_step(client: DashboardClient, sites: list[SiteR
         logger.warning("security: the installed items could not be listed (%s): every site unchecked", error)
         installed = dict.fromkeys(wanted)
     security = await asyncio.to_thread(review_vulnerabilities, pending, settings.state_path, installed=installed,
-                                       sites=sites)
+                                       sites=sites, remember=not dry_run)
     (logger.warning if security.feed.problem else logger.info)("%s", security.line())
     return security
 
