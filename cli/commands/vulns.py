@@ -28,7 +28,7 @@ def _latest(run: Path | None) -> Path:
         return run
     runs = run_directories(PipelineSettings().report_dir)
     if not runs:
-        typer.secho("no run yet: no summary.json under FLEET_REPORT_DIR (run `fleet nightly run` first)",
+        typer.secho("no run yet: no summary.json under FLEET_REPORT_DIR (run `fleet nightly` first)",
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
     return runs[-1]
