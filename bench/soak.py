@@ -566,7 +566,8 @@ def run_soak(*, nights: int, sites: int, interval: float, time_scale: float, see
             FLEET_SCHEDULE_INTERVAL_SECONDS=f"{interval:g}", FLEET_REPORT_DIR=str(reports),
             FLEET_STATE_DB=str(state_db), FLEET_SMTP_HOST=smtp.hostname, FLEET_SMTP_PORT=str(smtp.port),
             FLEET_SMTP_SECURITY="none", FLEET_MAIL_FROM="Fleet reports <reports@agency.example>",
-            FLEET_REPORT_TO=OPERATOR, COLUMNS="200")
+            FLEET_REPORT_TO=OPERATOR, COLUMNS="200",
+            FLEET_KILL_SWITCH_SITES="0")  # its releases break sites night after night on purpose: never paused
         view = FleetView.read(script.truth())
         bad: dict[ReleaseKey, int] = {}
         with serve_log.open("wb") as log:  # run in the output directory: no .env of this checkout is read

@@ -30,6 +30,7 @@ from prefect.schedules import Cron, Interval, Schedule
 from pydantic import Field, field_validator
 
 from dashboard.home import FleetSettings
+from deployments.automations import ensure_automations
 from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
@@ -174,6 +175,8 @@ def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], Non
 
     async def prepare() -> list[RunnerDeployment]:
         await ensure_concurrency_limit(settings.concurrency_limit, settings.concurrency)
+        for line in await ensure_automations():  # FLEET_NOTIFY_BLOCK, FLEET_KILL_SWITCH_*, ... (AutomationSettings)
+            say(line, False)
         return await build_deployments(settings)
 
     deployments = asyncio.run(prepare())

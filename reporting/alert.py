@@ -1,6 +1,7 @@
-"""The operator's alerts: a night that failed, or a night waiting at its approval gate. A short message by
-e-mail (or `.eml`) and through Prefect notification blocks (Slack, a custom webhook, ... saved in Prefect and
-named in FLEET_ALERT_BLOCKS)."""
+"""The operator's alerts: a night that failed, a site down, or a night waiting at its approval gate. A short message
+by e-mail (or `.eml`), through the Prefect notification blocks named in FLEET_ALERT_BLOCKS (the same message), and
+as one short text with its link through the block named in FLEET_NOTIFY_BLOCK (chat, a pager: where operators
+look)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ import html
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from dashboard.home import SettingsError, setting_source
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.settings import MailSettings
 
+if TYPE_CHECKING:
+    from prefect.blocks.notifications import NotificationBlock
+
 log = logging.getLogger(__name__)
 ERROR_LINES = 8
+SHORT_ERROR = 200  # characters of the error in the short text
+
+
+def short_text(line: str, link: str | None) -> str:
+    """One short text for a chat or a pager: what happened, then where to look."""
+    line = line if len(line) <= SHORT_ERROR * 2 else line[:SHORT_ERROR * 2 - 1] + "…"
+    return f"{line} {link}" if link else line
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,13 @@ class Alert:
             "Error:",
             *(f"  {line}" for line in self.first_lines),
         ])
+
+    @property
+    def short(self) -> str:
+        first = self.first_lines[0] if self.first_lines else self.state
+        first = first if len(first) <= SHORT_ERROR else first[:SHORT_ERROR - 1] + "…"
+        return short_text(f"fleet-maintenance: the {self.flow} run {self.run_name} ended {self.state} "
+                          f"(dashboard {self.dashboard}): {first}", self.ui_url)
 
     @property
     def file_stem(self) -> str:
@@ -89,6 +109,11 @@ class ApprovalNotice:
         ])
 
     @property
+    def short(self) -> str:
+        return short_text(f"fleet-maintenance: {len(self.items)} update(s) wait for your approval until {self.until} "
+                          f"(dashboard {self.dashboard}, run {self.run_name})", self.ui_url)
+
+    @property
     def file_stem(self) -> str:
         return f"approval-{self.run_id}"
 
@@ -106,10 +131,17 @@ class SiteDownNotice:
     what_happened: str
     next_steps: str
     dashboard_page: str | None = None
+    run_url: str | None = None  # the flow run in the Prefect UI
 
     @property
     def subject(self) -> str:
         return f"fleet-maintenance: {self.site} is down, unreachable by the dashboard (run {self.run_name})"
+
+    @property
+    def short(self) -> str:
+        return short_text(f"fleet-maintenance: {self.site} is down after the {self.step} updates of run "
+                          f"{self.run_name} (dashboard {self.dashboard}): {self.next_steps}",
+                          self.run_url or self.dashboard_page)
 
     @property
     def body(self) -> str:
@@ -144,6 +176,13 @@ class StillDownNotice:
     done: str
     next_steps: str
     dashboard_page: str | None = None
+    run_url: str | None = None  # tonight's flow run in the Prefect UI
+
+    @property
+    def short(self) -> str:
+        return short_text(f"fleet-maintenance: {self.site} is still down, {self.age_days} day(s) after run "
+                          f"{self.opened_by} (incident {self.incident_id}, dashboard {self.dashboard})",
+                          self.run_url or self.dashboard_page)
 
     @property
     def subject(self) -> str:
@@ -198,18 +237,34 @@ async def deliver_alert(alert: Notice, settings: MailSettings, out_dir: Path, un
         why = (f"the mail settings are unusable: {unusable}" if unusable else
                "no SMTP host configured (FLEET_SMTP_HOST)" if not settings.configured else "FLEET_REPORT_TO is empty")
         outcomes += [f"e-mail: {d.answer}" for d in await asyncio.to_thread(write_eml, outgoing, out_dir, why)]
-    from prefect.blocks.core import Block
-    from prefect.blocks.notifications import NotificationBlock
-
-    for name in settings.alert_blocks:
+    sends = [(name, "FLEET_ALERT_BLOCKS", alert.body) for name in settings.alert_blocks]
+    if settings.notify_block:
+        sends.append((settings.notify_block, "FLEET_NOTIFY_BLOCK", alert.short))
+    for name, variable, text in sends:
         try:
-            block = await Block.aload(name)
-            if not isinstance(block, NotificationBlock):
-                raise TypeError(f"{type(block).__name__} is not a notification block")
-            await block.anotify(alert.body, alert.subject)
+            await (await notification_block(name, variable)).anotify(text, alert.subject)
             outcomes.append(f"block {name}: sent")
+        except SettingsError as error:  # the line says which variable names a block that is not there
+            outcomes.append(f"block {name}: not sent: {error}")
         except Exception as error:  # noqa: BLE001 - every channel is tried, each failure said
             outcomes.append(f"block {name}: not sent: {type(error).__name__}: {error}")
     for outcome in outcomes:
         log.warning("alert for run %s: %s", alert.run_name, outcome)
     return outcomes
+
+
+async def notification_block(name: str, variable: str = "FLEET_NOTIFY_BLOCK") -> NotificationBlock:
+    """The saved Prefect notification block `block-type-slug/name`; one line naming `variable` (and its file)
+    when there is none by that name, or it cannot notify (`SettingsError`)."""
+    from prefect.blocks.core import Block
+    from prefect.blocks.notifications import NotificationBlock
+
+    try:
+        block = await Block.aload(name)
+    except ValueError as error:  # Prefect's "Unable to find block document named ..." and an unknown type alike
+        raise SettingsError(f"{setting_source(variable)}: no saved Prefect block {name!r} ({error}); save one "
+                            "in the Prefect UI (Blocks) or with the block's `.save(name)`") from None
+    if not isinstance(block, NotificationBlock):
+        raise SettingsError(f"{setting_source(variable)}: the block {name!r} is a {type(block).__name__}, not a "
+                            "notification block")
+    return block

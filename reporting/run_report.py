@@ -128,6 +128,7 @@ class RenderedRun:
     did_nothing: str | None = None
     visual: list[dict[str, str]] = field(default_factory=list)  # the visual results, a row per page (the artifact)
     visual_note: str = ""  # the visual checks in one sentence
+    dashboard: str = ""  # the dashboard's URL as summary.json says it (the delivery event names it)
 
     @property
     def operator(self) -> RenderedReport:
@@ -295,7 +296,7 @@ def render_reports(run_dir: Path, *, trend_runs: int = 14, max_rows: int = 100,
     return RenderedRun(run_dir, run.summary.run_id, run.summary.dry_run, reports, run.summary.broken,
                        [] if run.summary.dry_run else still_down(run.summary.incidents, run.summary.run_id),
                        run.summary.did_nothing, artifact_rows(run.summary.looks),
-                       operator_looks(run.summary.looks, []).sentence)
+                       operator_looks(run.summary.looks, []).sentence, run.summary.dashboard or "")
 
 
 def _outgoing(rendered: RenderedRun, report: RenderedReport, recipients: list[str], settings: MailSettings) -> Outgoing:

@@ -31,7 +31,35 @@ def _address(value: str) -> bool:
     return "@" in value and not any(c in value for c in "\r\n<>, ")
 
 
-class MailSettings(FleetSettings):
+class NotifySettings(FleetSettings):
+    """The one Prefect notification block where operators look (chat, pager): every alert, and the automations'."""
+
+    notify_block: str | None = Field(
+        None, description="A saved Prefect notification block, as `block-type-slug/name` (e.g. `slack-webhook/ops`, "
+        "`custom-webhook/ops`), that gets every alert the operator's e-mail gets in one short text with its link, "
+        "and the notifications of the automations `fleet serve` creates.")
+
+    @field_validator("notify_block")
+    @classmethod
+    def _block_type_and_name(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        kind, slash, name = value.strip().partition("/")
+        if not slash or not kind or not name or "/" in name:
+            raise ValueError(f"{value.strip()!r} is not `block-type-slug/name` (e.g. `slack-webhook/ops`)")
+        return value.strip()
+
+
+def notify_block_alone() -> str | None:
+    """FLEET_NOTIFY_BLOCK read on its own, for an alert whose mail settings are unusable: a bad mail setting must
+    not silence the chat too (a bad FLEET_NOTIFY_BLOCK itself: None)."""
+    try:
+        return NotifySettings().notify_block
+    except ValueError:
+        return None
+
+
+class MailSettings(NotifySettings):
     """Where and how reports are sent. Without `smtp_host` the messages are written as `.eml` files."""
 
     smtp_host: str | None = None

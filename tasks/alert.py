@@ -82,7 +82,7 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     from fleet.model.settings import PipelineSettings
     from fleet.rules.incidents import SitesStillDown
     from reporting.alert import Alert, deliver_alert
-    from reporting.settings import MailSettings
+    from reporting.settings import MailSettings, notify_block_alone
     from tasks.preflight import USAGE_ERRORS
 
     failure = await failure_of(state)
@@ -114,7 +114,8 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
         unusable = settings_problem(error) if isinstance(error, ValidationError) else str(error)
         log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", unusable)
-        settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env())
+        settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env(),
+                                                notify_block=notify_block_alone())
     await deliver_alert(alert, settings, report_dir / "alerts", unusable)
 
 

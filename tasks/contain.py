@@ -19,6 +19,7 @@ from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
+from fleet.model.events import site_events
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Band, Containment, ContainmentStatus, UpdateType
 from fleet.pacing.fan_out import fan_out
@@ -28,8 +29,9 @@ from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
 from fleet.visual.policy import ReviewMode
 from reporting.alert import SiteDownNotice, deliver_alert
-from reporting.settings import MailSettings
+from reporting.settings import MailSettings, notify_block_alone
 from tasks.checks import probe_before_updates, probe_client
+from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
@@ -112,6 +114,8 @@ async def probe_and_contain(
             breaks.learn_break(site_id, site.name, containment, applied)
             log.warning("site %s broke after the %s updates: %s: %s", site.name, step.value, containment.headline,
                         containment.detail)
+            base = client.settings.base_url
+            emit(site_events(base, site.id, site.name, site.url, containment, run_id, site_page(base, site.id)))
             if containment.status is ContainmentStatus.unreachable:
                 await alert_site_down(client, site, containment, run_id, settings.report_dir)
             return site_id, containment
@@ -144,7 +148,7 @@ async def alert_site_down(client: DashboardClient, site: SiteRecord, containment
     notice = SiteDownNotice(
         run_name=run_id, dashboard=parts.hostname or "", site_id=site.id, site=f"{site.name} ({site.url})",
         step=containment.step.value, what_happened=containment.detail, next_steps=containment.next_steps,
-        dashboard_page=site_page(base, site.id))
+        dashboard_page=site_page(base, site.id), run_url=run_ui_url())
     return await deliver_alert(notice, night_mail_settings("site-down alert"), report_dir / "alerts")
 
 
@@ -154,7 +158,15 @@ def night_mail_settings(what: str) -> MailSettings:
         return MailSettings()
     except ValueError as error:
         log.error("%s: mail settings unusable (%s): only the file is written", what, error)
-        return MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=[])
+        return MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=[],
+                                            notify_block=notify_block_alone())
+
+
+def run_ui_url() -> str | None:
+    """This flow run's page in the Prefect UI (None outside a run, or without a UI URL)."""
+    from prefect.runtime import flow_run
+
+    return flow_run.ui_url
 
 
 async def switch_on_fixed_releases(

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from prefect import task
 
+from fleet.model.events import held_events
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import NightHold, Summary
 from fleet.state.holds import HoldStore, bad_versions
+from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
 
 async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
-    """Record this night's bad versions (a dry run records none); returns every hold now active."""
+    """Record this night's bad versions (a dry run records none), each a `fleet.version.held` event; returns every
+    hold now active."""
     store = HoldStore(settings.state_path)
     if summary.dry_run:
         return store.active()
-    return store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
+    found = bad_versions(summary, failures_to_hold, summary.started_at.date())
+    held = store.remember(found)
+    emit(held_events(found, summary.dashboard or "", summary.run_id))
+    return held
 
 
 remember_bad_versions_task = task(remember_bad_versions, name="remember-bad-versions", **STEP_OPTIONS)

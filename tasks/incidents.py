@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from prefect import task
 
 from dashboard.errors import DashboardError
+from fleet.model.events import still_down_event
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Incident, Summary
 from fleet.pacing.call_sizing import CallSizer
@@ -21,7 +22,8 @@ from fleet.rules.plan import SiteRecord
 from fleet.state.incidents import IncidentStore
 from reporting.alert import StillDownNotice, deliver_alert
 from tasks.checks import check_sites
-from tasks.contain import night_mail_settings
+from tasks.contain import night_mail_settings, run_ui_url
+from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
@@ -94,7 +96,8 @@ async def alert_still_down(incident: Incident, run_id: str, dashboard: str, toda
         site=f"{incident.site_name} ({incident.site_url})", opened_by=incident.opened_by,
         age_days=incident.age_days(today),
         saw=incident.last_look, done=incident.done, next_steps=incident.next_steps,
-        dashboard_page=incident.dashboard_page)
+        dashboard_page=incident.dashboard_page, run_url=run_ui_url())
+    emit([still_down_event(incident, run_id, notice.age_days)])
     await deliver_alert(notice, night_mail_settings("still-down alert"), settings.report_dir / "alerts")
 
 

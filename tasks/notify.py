@@ -8,9 +8,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 
+from fleet.model.events import reports_event
 from fleet.model.summary import Delivery
 from reporting.run_report import RenderedRun, ReportDeliveryError, deliver_reports, delivery_problems
 from reporting.settings import MailSettings
+from tasks.events import emit
 
 
 @task(name="notify", cache_policy=NO_CACHE, persist_result=False, retries=0)
@@ -25,6 +27,7 @@ async def notify_task(rendered: RenderedRun, settings: MailSettings | None = Non
     for delivery in deliveries:
         logger.info("%s report -> %s: %s", delivery.report, delivery.recipient or "(file)", delivery.answer)
     problems = delivery_problems(deliveries)
+    emit([reports_event(rendered.run_id, rendered.dashboard, deliveries, problems)])
     if problems:
         raise ReportDeliveryError(f"run {rendered.run_id}: " + "; ".join(problems))
     return deliveries

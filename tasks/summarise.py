@@ -7,8 +7,10 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 
+from fleet.model.events import night_finished_event
 from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
 from fleet.model.vocabulary import count, operator_voice, planned_from, said_counts
+from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
 PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
@@ -58,6 +60,7 @@ async def write_summary(summary: Summary, run_dir: Path) -> Path:
     rows = failure_rows(summary)
     if rows:
         await acreate_table_artifact(rows, key=f"{key}-failures"[:100], description="Items that did not update")
+    emit([night_finished_event(summary, summary.dashboard or "")])
     return path
 
 

@@ -22,7 +22,7 @@ def serve() -> None:
     from pydantic import ValidationError
 
     from cli.commands.selection import check_before_the_run
-    from dashboard.home import settings_problem
+    from dashboard.home import SettingsError, settings_problem
     from deployments.serve import ScheduleSettings, serve_deployments
     from fleet.engine.night import NightRequest
 
@@ -36,3 +36,6 @@ def serve() -> None:
         serve_deployments(settings, say)
     except KeyboardInterrupt:
         typer.echo("stopped: the schedule is paused until fleet serve runs again")
+    except SettingsError as error:  # the automations' settings (FLEET_NOTIFY_BLOCK naming no saved block, ...)
+        typer.secho(f"fleet serve not started: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
