@@ -125,6 +125,7 @@ class PlanItem(DetectedUpdate):
     opens_at: datetime | None = None
     cohort: str | None = None
     approved_by: str | None = None
+    security: ItemSecurity | None = None  # its class against the vulnerability feed (None: not classed)
 
     @property
     def outcome(self) -> Outcome:
@@ -313,6 +314,8 @@ def build_plan(
             items.append(_ignored(update, entry))
     if opened:
         sites = [site.model_copy(update={"deferral": None}) if site.id in opened else site for site in sites]
+    for item in items if security else ():  # plan.json says what each update fixes or leaves open
+        item.security = security.get((item.site_id, item.type.value, item.slug))
     return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
                 sites=sites, items=items)
 
