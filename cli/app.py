@@ -21,6 +21,7 @@ from cli.commands import (
     screenshots,
     serve,
     update,
+    vulns,
 )
 
 app = typer.Typer(
@@ -65,3 +66,4 @@ app.add_typer(incidents.app, name="incidents")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
 app.add_typer(screenshots.app, name="screenshots")
+app.add_typer(vulns.app, name="vulns")

@@ -3,7 +3,7 @@ pages, the Abilities interface with its background jobs, and the fault middlewar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -28,6 +28,7 @@ from emulator.rest_v1 import build_v1_routes
 from emulator.rest_v2.routes import build_v2_routes
 from emulator.site_pages import site_page_routes
 from emulator.state import FleetState
+from emulator.vulnerabilities import FeedControl, vulnerability_routes
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Emulator:
     v2_routes: RestRoutes
     v1_routes: RestRoutes
     base_url: str = ""
+    feed: FeedControl = field(default_factory=FeedControl)  # the vulnerability feed's switches
 
     def credentials(self, base_url: str | None = None) -> dict[str, Any]:
         return credentials(self.state, base_url or self.base_url, self.config.admin_token.get_secret_value())
@@ -136,6 +138,7 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     routes: list[BaseRoute] = [
         *ground_truth_routes(),
+        *vulnerability_routes(),
         *site_page_routes(),
         *abilities_routes(emulator),
         Route("/wp-json", wp_json, methods=methods),

@@ -193,6 +193,8 @@ def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str,
         "admin_token": admin_token,
         "site_url_template": site_url_template(root.removesuffix("/wp-json")),
         "time_scale": state.config.time_scale,  # its clock against the wall: the night's FLEET_TIME_SCALE
+        # its Wordfence-shaped feed about its own fleet (FLEET_VULN_FEED; the admin token is the feed's key)
+        "vulnerability_feed": f"{root.removesuffix('/wp-json')}/__emulator__/vulnerabilities/production",
     }
 
 

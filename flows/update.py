@@ -1,8 +1,9 @@
 """`update_fleet`, and the sentence every maintenance run follows:
 
-sync and detect (per chunk, with the ignore lists alongside) -> policy -> plan -> per cohort, in lanes of sites
-side by side: execute by type (translations, plugins, themes, core) -> sensor on queued jobs -> checks ->
-re-sync -> reconcile; then open incidents -> summary -> the bad versions remembered, the incidents across nights.
+sync and detect (per chunk, with the ignore lists alongside) -> known vulnerabilities -> policy (the security
+lane) -> plan -> per cohort, in lanes of sites side by side: execute by type (translations, plugins, themes,
+core) -> sensor on queued jobs -> checks -> re-sync -> reconcile; then open incidents -> summary -> the bad
+versions remembered, the incidents across nights.
 
 The rules between the steps are the engine's (`fleet.engine.night`); here is only their order, as Prefect runs it.
 """
@@ -77,6 +78,7 @@ from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
 from tasks.sync import read_child_slots_task, sync_sites_task
 from tasks.visual import take_baselines_task
+from tasks.vulnerabilities import review_vulnerabilities_task
 
 
 def run_identity(started: datetime) -> str:
@@ -310,10 +312,13 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                 accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
                                                                  quote(pending), quote(night.sizer), settings)
                              if interrupted else [])
+                night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
+                                                                   request.dry_run)
                 plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
                                                pending=quote(pending), ignored=quote(ignored), policy=policy,
                                                selection=request.selection, dry_run=request.dry_run,
-                                               settings=settings, planned_for=request.at and moment)
+                                               settings=settings, planned_for=request.at and moment,
+                                               security=quote(night.security))
                 del pending, ignored  # the plan holds them now
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
                 if night.visual is not None:

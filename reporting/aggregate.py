@@ -56,6 +56,7 @@ from reporting.model import (
     UpdatedSite,
 )
 from reporting.rows import DryRun, ItemRow, PastRun, SiteRow, TrendItem
+from reporting.security import security_rows, security_section
 
 ITEM_COLUMNS = [
     "site_id", "site_name", "site_url", "client", "type", "slug", "name",
@@ -507,6 +508,7 @@ def build_report(
     *,
     client: str | None = None,
     max_rows: int = 100,
+    security_items: list[ItemRow] | None = None,
 ) -> ReportData:
     """The data of one report: the whole fleet (`client=None`) or only the named client's sites, in its words
     (the operator's, a dry run's, or a client's: `fleet.model.vocabulary`).
@@ -516,6 +518,8 @@ def build_report(
     Lists are capped so that a large fleet's e-mail stays readable (and under mail clients' clipping size):
     `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
     A client reads nothing internal: no error, rule, run id, failure rate or other client's site.
+    `security_items`: the items the vulnerability feed classed as more than routine (`security_rows`); by
+    default those of `summary.items`.
     """
     items = window[-1][1]
     is_client = client is not None
@@ -577,4 +581,6 @@ def build_report(
         approval=approval_sentence(summary.approval) if not is_client else None,
         revived=revived_sentence(sites, client=is_client),
         planned_from=planned_from(summary.last_sync) if summary.dry_run else "",
+        security=security_section(summary, security_rows(summary.items) if security_items is None else security_items,
+                                  summary.exposure, client=client, tidy=clean),
     )

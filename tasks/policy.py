@@ -7,6 +7,7 @@ from datetime import datetime
 
 from prefect import task
 
+from fleet.engine.vulnerability_review import NightSecurity
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, Plan, SiteRecord, build_plan
@@ -28,14 +29,17 @@ async def apply_policy(
     dry_run: bool,
     settings: PipelineSettings,
     planned_for: datetime | None = None,
+    security: NightSecurity | None = None,
 ) -> Plan:
-    """Async like the flows that call it: a sync task run there opens a Prefect client of its own."""
+    """Async like the flows that call it: a sync task run there opens a Prefect client of its own. With
+    `security` (the items classed against the vulnerability feed), fixes take the security lane."""
     first_seen = FirstSeenStore(settings.state_path).record(
         (update.release for update in pending), created_at.date()
     )
     plan = build_plan(
         run_id=run_id, created_at=created_at, sites=sites, pending=pending, ignored=ignored, policy=policy,
         first_seen=first_seen, selection=selection, dry_run=dry_run, planned_for=planned_for,
+        security=security.items if security is not None else None,
     )
     store = HoldStore(settings.state_path)
     holds = store.active()

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dashboard.models import UpdateType
+from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity
 
 SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
@@ -93,6 +94,9 @@ class Item(Record):
     approved_by: str | None = Field(None, description="An item that needed approval: who approved it.")
     applied_by_run: str | None = Field(
         None, description="The interrupted run that applied this item (accounted for by this run).")
+    security: ItemSecurity | None = Field(
+        None, description="What the update means for the site's security: the vulnerabilities it fixes and those it "
+        "leaves open (the vulnerability feed); None: not classed.")
 
 
 class HealthCheck(Record):
@@ -466,6 +470,14 @@ class Summary(BaseModel):
     accounts_for: list[str] = Field(default_factory=list, description="Interrupted runs whose items are here.")
     work: DashboardWork | None = Field(None, description="The work this night asked of the dashboard.")
     looks: list[SiteLook] = Field(default_factory=list, description="The visual checks (the policy's `visual:`).")
+    vulnerability_feed: FeedStatus | None = Field(None, description="The copy of the vulnerability feed the "
+                                                  "items were matched against (its age, its last problem).")
+    exposure: list[Exposure] = Field(default_factory=list, description="Installed items with a known vulnerability "
+                                     "and no update pending: vulnerable, no fix offered.")
+    unchecked_sites: list[int] = Field(default_factory=list, description="Selected sites whose installed items "
+                                       "could not be matched (never read as clean).")
+    exposure_stats: ExposureStats | None = Field(None, description="Exposure across nights on this dashboard: "
+                                                 "open now, and the time from a fix offered to patched.")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "
                                     "site, or attempted none of its updates (the run fails and alerts).")
 

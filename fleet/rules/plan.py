@@ -6,7 +6,7 @@ dates. The executor reads only the plan; it never re-reads the policy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
@@ -16,7 +16,9 @@ from pydantic import BaseModel, Field
 
 from fleet.model.release import UpdateKey
 from fleet.model.summary import Outcome, Record, Selection, UpdateType
+from fleet.model.vulnerability import ItemSecurity
 from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule
+from fleet.rules.vulnerabilities import urgent_fix
 from fleet.rules.windows import Deferral
 
 
@@ -123,6 +125,7 @@ class PlanItem(DetectedUpdate):
     opens_at: datetime | None = None
     cohort: str | None = None
     approved_by: str | None = None
+    security: ItemSecurity | None = None  # its class against the vulnerability feed (None: not classed)
 
     @property
     def outcome(self) -> Outcome:
@@ -214,8 +217,14 @@ def build_plan(
     selection: Selection,
     dry_run: bool = False,
     planned_for: datetime | None = None,
+    security: Mapping[tuple[int, str, str], ItemSecurity] | None = None,
 ) -> Plan:
-    """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`."""
+    """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`.
+
+    The security lane (`security`: each item's class against the vulnerability feed): an update that fixes a
+    vulnerability at or above the policy's `security` threshold goes past a closed maintenance window and past
+    `min_age_days` (unless `security:` keeps them), never past a blackout, a hold, an ignore rule or the semver
+    rule; its site is then no longer deferred."""
     today = (planned_for or created_at).date()
     by_id = {site.id: site for site in sites}
     ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
@@ -225,6 +234,8 @@ def build_plan(
     items: list[PlanItem] = []
     rules: dict[OverrideNames, EffectiveRules] = {}
     seen: set[tuple[int, UpdateType, str]] = set()
+    opened: set[int] = set()  # deferred sites a security fix goes to tonight
+    lane = policy.security
     for update in pending:
         site = by_id.get(update.site_id)
         if site is None or update.key in seen:
@@ -234,7 +245,10 @@ def build_plan(
         if entry is not None and entry.covers(update.to_version):
             items.append(_ignored(update, entry))
             continue
-        if site.deferral is not None:
+        fix = urgent_fix(security.get((update.site_id, update.type.value, update.slug)), lane) if security else None
+        past_window = (fix is not None and site.deferral is not None and not lane.windows
+                       and not site.deferral.reason.startswith("blackout"))
+        if site.deferral is not None and not past_window:
             rule = Rule.blackout if site.deferral.reason.startswith("blackout") else Rule.window
             items.append(PlanItem(**update.model_dump(), decision=Decision.deferred, rule=rule,
                                   reason=site.deferral.explained, opens_at=site.deferral.opens_at))
@@ -267,8 +281,14 @@ def build_plan(
             first_seen.get(update.release, today),
             today,
         )
+        if fix is not None and verdict is not None and verdict.rule is Rule.min_age and not lane.min_age:
+            verdict = None  # a security fix does not wait for the release to age
         gate = policy.approval.needs(update.type, update.slug, update.name, update.from_version,
                                      update.to_version, site.tags) if policy.approval else None
+        if fix is not None and lane.approval:
+            gate = f"a security fix ({fix}): the policy's security.approval asks a person"
+        if verdict is None and past_window:
+            opened.add(site.id)
         if verdict is None and gate is not None:
             items.append(PlanItem(**update.model_dump(), decision=Decision.awaiting_approval, rule=Rule.approval,
                                   reason=gate))
@@ -292,6 +312,10 @@ def build_plan(
                 site_id=entry.site_id, type=entry.type, slug=entry.slug, name=entry.name, to_version=version
             )
             items.append(_ignored(update, entry))
+    if opened:
+        sites = [site.model_copy(update={"deferral": None}) if site.id in opened else site for site in sites]
+    for item in items if security else ():  # plan.json says what each update fixes or leaves open
+        item.security = security.get((item.site_id, item.type.value, item.slug))
     return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
                 sites=sites, items=items)
 

@@ -245,6 +245,36 @@ class Rollout(_Strict):
 _DURATION = re.compile(r"^\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s)?\s*$")
 
 
+RATINGS = ("low", "medium", "high", "critical")
+
+
+class SecurityLane(_Strict):
+    """Updates that fix a known vulnerability (the vulnerability feed): at or above the threshold, they go past
+    `min_age_days` and closed maintenance windows (never past a blackout, a hold or an ignore rule), still through
+    the staged rollout, the checks and containment."""
+
+    min_cvss: float = Field(0.0, ge=0, le=10, description="The lowest CVSS score a fix must have (0: any).")
+    min_rating: str | None = Field(None, description="Or the lowest rating: low, medium, high or critical.")
+    windows: bool = Field(False, description="true: fixes wait for the site's maintenance window like the rest.")
+    min_age: bool = Field(False, description="true: fixes wait for `min_age_days` like the rest.")
+    approval: bool = Field(False, description="true: each fix waits for a person at the night's approval gate.")
+
+    @field_validator("min_rating")
+    @classmethod
+    def _known_rating(cls, value: str | None) -> str | None:
+        if value is not None and value.lower() not in RATINGS:
+            raise ValueError(f"must be one of {', '.join(RATINGS)}")
+        return value.lower() if value else None
+
+    def counts(self, score: float | None, rating: str | None) -> bool:
+        """A vulnerability at or above the threshold (one of unknown severity counts: it may be the worst)."""
+        if score is not None and score < self.min_cvss:
+            return False
+        if self.min_rating and rating and rating.lower() in RATINGS:
+            return RATINGS.index(rating.lower()) >= RATINGS.index(self.min_rating)
+        return True
+
+
 class Approval(_Strict):
     """What a person must approve at the night's gate before it is applied; the rest runs unattended."""
 
@@ -311,6 +341,9 @@ class Policy(Rules):
     windows: Windows | None = Field(None, description="Maintenance windows; none means any time.")
     blackouts: list[Blackout] = Field(default_factory=list, description="Dates when nothing is touched.")
     approval: Approval | None = Field(None, description="What waits for a person at the night's approval gate.")
+    security: SecurityLane = Field(default_factory=SecurityLane, description="Updates that fix a known "
+                                   "vulnerability: the threshold, and whether windows, min_age_days or a person "
+                                   "still hold them.")
     recipients: dict[str, list[str]] = Field(
         default_factory=dict, description="Report recipients per client name, replacing the client's e-mail."
     )

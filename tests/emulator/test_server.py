@@ -109,6 +109,7 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
             "admin_token",
             "site_url_template",
             "time_scale",
+            "vulnerability_feed",
         }
         count = httpx.get(
             creds["base_url"] + "/mainwp/v2/sites/count",
@@ -122,6 +123,8 @@ def test_cli_serve_prints_url_writes_credentials_and_stops(tmp_path: Path) -> No
         assert names == {"mainwp", "core"}  # what the official MainWP MCP server looks for
         assert creds["site_url_template"] == f"http://127.0.0.1:{port}/__sites__/{{host}}/"
         assert creds["time_scale"] == 1.0  # the night's FLEET_TIME_SCALE against this emulator
+        feed = httpx.get(creds["vulnerability_feed"], headers={"Authorization": f"Bearer {creds['admin_token']}"})
+        assert feed.status_code == 200 and all("software" in record for record in feed.json().values())
         admin = {"X-Emulator-Token": creds["admin_token"]}
         truth = httpx.get(f"http://127.0.0.1:{port}/__emulator__/state", headers=admin)
         up = next(s for s in truth.json()["sites"].values() if s["front_end"]["status"] == "up")

@@ -1,0 +1,134 @@
+"""`fleet vulns [show|refresh]`: the fleet's known vulnerabilities at a terminal, by site or by vulnerability, as the
+last night saw them (its summary.json); and the vulnerability feed read now."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+if TYPE_CHECKING:
+    from fleet.model.vulnerability import Vulnerability
+    from reporting.rows import ReportSummary
+
+app = typer.Typer(help="The fleet's known vulnerabilities (the Wordfence Intelligence feed, matched each night).",
+                  no_args_is_help=True)
+
+RunDir = Annotated[Path | None, typer.Option("--run", help="A run directory (default: the latest run under "
+                                                           "FLEET_REPORT_DIR).")]
+
+
+def _latest(run: Path | None) -> Path:
+    from fleet.model.settings import PipelineSettings
+    from fleet.model.summary import run_directories
+
+    if run is not None:
+        return run
+    runs = run_directories(PipelineSettings().report_dir)
+    if not runs:
+        typer.secho("no run yet: no summary.json under FLEET_REPORT_DIR (run `fleet nightly` first)",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    return runs[-1]
+
+
+def _labels(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability]) -> str:
+    return "; ".join(v.label for v in vulnerabilities)
+
+
+def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
+    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike."""
+    from fleet.model.vulnerability import Security
+
+    rows = []
+    for item in summary.items:
+        security = item.security
+        if security is None or security.security in (Security.routine, Security.unchecked):
+            continue
+        site = f"{item.site_name} ({item.site_url})"
+        name = f"{item.type.value} {item.name or item.slug}"
+        if security.security is Security.fixes:
+            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {item.outcome.value}",
+                         _labels(security.fixes)))
+        if security.open:
+            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered", _labels(security.open)))
+    for exposed in summary.exposure:
+        rows.append((f"{exposed.site_name} ({exposed.site_url})", f"{exposed.type} {exposed.name or exposed.slug}",
+                     f"{exposed.version}: no fix offered", _labels(exposed.vulnerabilities)))
+    return rows
+
+
+@app.command("show")
+def show(run: RunDir = None,
+         by: Annotated[Literal["site", "vulnerability"], typer.Option(help="Group by site or by vulnerability.")]
+         = "site") -> None:
+    """What the last night found: each site's vulnerable items (fixed, held, no fix yet), or each vulnerability
+    with its sites; then the feed's age and attribution."""
+    from reporting.rows import SummaryError, read_summary
+
+    run_dir = _latest(run)
+    try:
+        summary = read_summary(run_dir)
+    except (SummaryError, OSError) as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    feed = summary.vulnerability_feed
+    if feed is None:
+        typer.echo(f"run {summary.run_id} did not check known vulnerabilities (a run before the feed was set up)")
+        return
+    rows = _lines(summary)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for site, item, what, vulnerabilities in rows:
+        if by == "site":
+            groups[site].append(f"{item} {what}: {vulnerabilities}")
+        else:
+            for label in vulnerabilities.split("; "):
+                groups[label].append(f"{site}: {item} {what}")
+    for key in sorted(groups):
+        typer.echo(key)
+        for line in groups[key]:
+            typer.echo(f"    {line}")
+    unchecked = len(summary.unchecked_sites)
+    counted = (f"{len(groups)} site(s) with a known vulnerability" if by == "site"
+               else f"{len(groups)} known vulnerabilit{'y' if len(groups) == 1 else 'ies'} on the fleet")
+    typer.echo(f"{counted}; {unchecked} site(s) unchecked (never read as clean); run {summary.run_id}")
+    if summary.exposure_stats is not None:
+        typer.echo(f"across nights: {summary.exposure_stats.sentence}")
+    typer.echo(f"feed: {feed.source}, fetched {feed.fetched_at or 'never'}"
+               + (f"; last problem: {feed.problem}" if feed.problem else ""))
+    typer.echo(feed.attribution)
+
+
+@app.command("refresh")
+def refresh() -> None:
+    """Read the vulnerability feed now (FLEET_VULN_FEED), whatever FLEET_VULN_REFRESH says; one line either way."""
+    from pydantic import ValidationError
+
+    from fleet.engine.vulnerability_feed import refresh_feed
+    from fleet.model.settings import PipelineSettings
+    from fleet.state.vulnerabilities import VulnerabilityStore
+    from vulnfeed.settings import FeedSettings
+
+    try:
+        settings = FeedSettings()
+    except ValidationError as error:
+        first = error.errors()[0]
+        typer.secho(f"FLEET_{str(first['loc'][0]).upper()}: {first['msg']}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    if settings.is_url and settings.vuln_feed_key is None:
+        typer.secho("FLEET_VULN_FEED_KEY is not set: the feed's URL needs a (free) Wordfence Intelligence key",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    store = VulnerabilityStore(PipelineSettings().state_path)
+    try:
+        status = refresh_feed(settings, store, force=True)
+    finally:
+        store.close()
+    if status.problem:
+        typer.secho(f"{status.problem}; the last good copy stays in use (fetched {status.fetched_at or 'never'})",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"read {status.records:,} records from {status.source}"
+               + (f"; {len(status.skipped)} odd record(s) left out: {status.skipped[0]}" if status.skipped else ""))

@@ -1,0 +1,76 @@
+"""Each site's known vulnerabilities across nights: when first seen here, when a fix was first offered, when
+patched (installed, or gone from the site: removed or mitigated), so that time exposed and its fixable part are
+measured. Keyed by dashboard, site, item and vulnerability; a dry run records nothing."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from fleet.model.vulnerability import ExposureStats
+from fleet.state.database import open_state_db
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vuln_exposure (
+    dashboard TEXT NOT NULL, site_id INTEGER NOT NULL, type TEXT NOT NULL, slug TEXT NOT NULL, vuln_id TEXT NOT NULL,
+    cve TEXT, published TEXT, first_seen TEXT NOT NULL, fix_offered TEXT, patched TEXT,
+    PRIMARY KEY (dashboard, site_id, type, slug, vuln_id)
+)
+"""
+
+Seen = tuple[int, str, str, str, str | None, str | None, bool]  # site, type, slug, vuln id, cve, published, fixable
+Key = tuple[int, str, str, str]  # site, type, slug, vuln id
+
+
+class ExposureStore:
+    def __init__(self, path: Path) -> None:
+        self._db = open_state_db(path)
+        self._db.execute(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def record(self, dashboard: str, now: datetime, seen: Iterable[Seen], patched: Iterable[Key],
+               looked_at: set[int]) -> None:
+        """Tonight's look: `seen` still exposed (a fix offered or not), `patched` installed tonight; an open one
+        of a site looked at that is neither seen nor patched is gone from it (removed, or fixed by other hands)."""
+        stamp = now.isoformat()
+        seen = list(seen)
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO vuln_exposure (dashboard, site_id, type, slug, vuln_id, cve, published, first_seen) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET patched = NULL",
+                [(dashboard, site, type_, slug, vuln, cve, published, stamp)
+                 for site, type_, slug, vuln, cve, published, _ in seen])
+            self._db.executemany(
+                "UPDATE vuln_exposure SET fix_offered = COALESCE(fix_offered, ?) WHERE dashboard = ? AND site_id = ? "
+                "AND type = ? AND slug = ? AND vuln_id = ?",
+                [(stamp, dashboard, site, type_, slug, vuln) for site, type_, slug, vuln, *_, fixable in seen
+                 if fixable])
+            self._db.executemany(
+                "UPDATE vuln_exposure SET fix_offered = COALESCE(fix_offered, ?), patched = ? WHERE dashboard = ? "
+                "AND site_id = ? AND type = ? AND slug = ? AND vuln_id = ? AND patched IS NULL",
+                [(stamp, stamp, dashboard, *key) for key in patched])
+            still = {(site, type_, slug, vuln) for site, type_, slug, vuln, *_ in seen}
+            rows = self._db.execute("SELECT site_id, type, slug, vuln_id FROM vuln_exposure WHERE dashboard = ? AND "
+                                    "patched IS NULL", (dashboard,)).fetchall()
+            gone = [key for key in map(tuple, rows) if key not in still and key[0] in looked_at]
+            self._db.executemany(
+                "UPDATE vuln_exposure SET patched = ? WHERE dashboard = ? AND site_id = ? AND type = ? AND slug = ? "
+                "AND vuln_id = ?", [(stamp, dashboard, *key) for key in gone])
+
+    def stats(self, dashboard: str) -> ExposureStats:
+        rows = self._db.execute("SELECT site_id, fix_offered, patched FROM vuln_exposure WHERE dashboard = ?",
+                                (dashboard,)).fetchall()
+        still = [(site, fix) for site, fix, patched in rows if patched is None]
+        hours = [(datetime.fromisoformat(patched) - datetime.fromisoformat(fix)).total_seconds() / 3600
+                 for _, fix, patched in rows if patched is not None and fix is not None]
+        stats = ExposureStats(open=len(still), open_sites=len({site for site, _ in still}),
+                              open_fixable=sum(1 for _, fix in still if fix), patched=len(hours))
+        if hours:
+            stats.median_hours, stats.worst_hours = statistics.median(hours), max(hours)
+            stats.within_24h, stats.within_72h, stats.within_7d = (
+                sum(1 for h in hours if h <= limit) / len(hours) for limit in (24, 72, 168))
+        return stats

@@ -1,0 +1,56 @@
+"""`fleet vulns show` reads the last night's summary.json (by site or by vulnerability); `fleet vulns refresh` reads
+the feed now, one line either way."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli.app import app
+from fleet.model.summary import Item, Outcome, Summary, UpdateType
+from fleet.model.vulnerability import Exposure, FeedStatus, ItemSecurity, Security, Vulnerability
+
+NOW = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
+CRITICAL = Vulnerability(id="w1", cve="CVE-2026-1111", cvss_score=9.8, cvss_rating="Critical")
+MEDIUM = Vulnerability(id="w2", cve="CVE-2026-2222", cvss_score=5.4, cvss_rating="Medium")
+
+
+def write_run(run_dir: Path) -> None:
+    item = Item(site_id=1, site_url="https://one.example/", site_name="One", type=UpdateType.plugin,
+                slug="forms/forms.php", name="Forms", from_version="1.0", to_version="1.1", outcome=Outcome.held,
+                reason="held: checked first", security=ItemSecurity(Security.fixes, fixes=(CRITICAL,)))
+    Summary(run_id="r1", started_at=NOW, finished_at=NOW, dashboard="https://dash.example/wp-json", items=[item],
+            exposure=[Exposure(site_id=2, site_url="https://two.example/", site_name="Two", type="plugin",
+                               slug="forms/forms.php", name="Forms", version="0.9",
+                               vulnerabilities=[CRITICAL, MEDIUM])],
+            vulnerability_feed=FeedStatus(source="feed.json", fetched_at=NOW.isoformat(), records=2)).write(run_dir)
+
+
+def test_show_by_site_and_by_vulnerability(tmp_path: Path) -> None:
+    write_run(tmp_path / "run")
+    by_site = CliRunner().invoke(app, ["vulns", "show", "--run", str(tmp_path / "run")])
+    assert by_site.exit_code == 0, by_site.output
+    assert "One (https://one.example/)\n    plugin Forms 1.0 → 1.1: fix held: CVE-2026-1111 9.8 Critical" \
+        in by_site.output
+    assert "plugin Forms 0.9: no fix offered: CVE-2026-1111 9.8 Critical; CVE-2026-2222 5.4 Medium" in by_site.output
+    assert "2 site(s) with a known vulnerability" in by_site.output and "Wordfence" in by_site.output
+    by_vuln = CliRunner().invoke(app, ["vulns", "show", "--run", str(tmp_path / "run"), "--by", "vulnerability"])
+    assert "CVE-2026-1111 9.8 Critical\n    One (https://one.example/)" in by_vuln.output
+    assert "2 known vulnerabilities on the fleet" in by_vuln.output
+
+
+def test_refresh_reads_the_feed_now_and_says_a_bad_one_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_text(json.dumps({"w1": {"id": "w1", "software": [{"type": "plugin", "slug": "forms",
+                                                                 "affected_versions": {"*": {"to_version": "1.0"}}}]}}))
+    monkeypatch.setenv("FLEET_VULN_FEED", str(feed))
+    monkeypatch.setenv("FLEET_STATE_DB", str(tmp_path / "state.sqlite"))
+    good = CliRunner().invoke(app, ["vulns", "refresh"])
+    assert good.exit_code == 0 and good.output.strip() == f"read 1 records from {feed}"
+    feed.write_text('{"w1": {')
+    bad = CliRunner().invoke(app, ["vulns", "refresh"])
+    assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
+    assert "is not a whole JSON feed" in bad.output and "last good copy stays in use" in bad.output
