@@ -30,10 +30,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# The suite side by side in TEST_WORKERS processes (pytest-xdist): most tests wait on sockets, servers and Chromium
+# rather than compute, so more workers than the 2 cores pays; worksteal evens out the few minute-long tests. The
+# order is new every run (pytest-randomly prints its seed: PYTEST_ARGS=--randomly-seed=N replays it, -p no:randomly
+# turns it off); coverage of lines and branches is printed per package (tests/conftest.py).
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?=
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --cov --cov-report= $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/emulator.py
@@ -43,7 +49,7 @@ bench: $(STAMP)
 # Everything the commands above made in the checkout (the venv, caches, the demo's output and state, benchmark
 # results), each named as it goes; a .env and anything else you made stay.
 clean:
-	@for path in $(VENV) .pytest_cache .ruff_cache *.egg-info build dist demo-output bench/results \
+	@for path in $(VENV) .pytest_cache .ruff_cache .hypothesis .coverage .coverage.* *.egg-info build dist demo-output bench/results \
 		$$(find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print); do \
 		if [ -e "$$path" ]; then rm -rf "$$path" && echo "removed $$path"; fi; \
 	done
