@@ -46,6 +46,42 @@ def pytest_configure(config: pytest.Config) -> None:
     set_hypothesis_home_dir(ROOT / ".hypothesis")
 
 
+@pytest.hookimpl(trylast=True)  # after the random order (pytest-randomly) and pytest's grouping by fixture
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Side by side, the tests marked `long` lead the workers' shares, so that none starts last and holds up the
+    end of the run. xdist's worksteal hands each of the N workers one contiguous share of this order (the items
+    split evenly) and steals only from a share's end. A module's long tests stay together (they share its
+    servers); the modules go to the least loaded share, the heaviest first, by `long(seconds)`."""
+    workers = getattr(config, "workerinput", {}).get("workercount")
+    long = [item for item in items if item.get_closest_marker("long")]
+    if not workers or not long:
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in long:
+        units.setdefault(str(item.path), []).append(item)
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for unit in sorted(units.values(), key=lambda unit: -sum(map(_expected_seconds, unit))):
+        share = loads.index(min(loads))
+        heads[share] += unit
+        loads[share] += sum(map(_expected_seconds, unit))
+    rest = iter([item for item in items if not item.get_closest_marker("long")])
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for share in range(workers):
+        size = remaining // (workers - share)
+        remaining -= size
+        ordered += heads[share] + [next(rest) for _ in range(max(size - len(heads[share]), 0))]
+    ordered += list(rest)  # more long tests than a share holds: the order still has every item once
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+    items[:] = ordered
+
+
+def _expected_seconds(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("long")
+    return float(marker.args[0]) if marker and marker.args else 30.0
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(PREFECT_HOME, ignore_errors=True)
 

@@ -32,9 +32,9 @@ DEPLOYMENTS = ["nightly-maintenance/nightly", "update-fleet/update_fleet", "sync
                "maintain-dashboards/maintain-dashboards"]
 REQUIRED = {"report/report": {"run_dir": "reports/20261124-020000-abcdef12"}}  # the only field without a default
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.long(15), pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium): the Prefect UI's run forms "
-    "are not submitted in a browser here")
+    "are not submitted in a browser here")]
 
 REGISTER = """
 import asyncio, json

@@ -12,6 +12,7 @@ import shlex
 import socket
 from pathlib import Path
 
+import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun, StateType
@@ -76,6 +77,8 @@ def run_by_a_worker(flow_run: FlowRun, logs: Path) -> bool:
     return False
 
 
+@pytest.mark.long(150)
+@pytest.mark.timeout(900)  # a server, two workers, eight flow-run processes: minutes on a busy machine
 def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
     with LocalEstate(tmp_path, dashboards=3, workers=2, sites=6, time_scale=0.001) as estate:
         for documented in documented_commands():

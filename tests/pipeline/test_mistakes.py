@@ -112,6 +112,7 @@ BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the s
     (["update"], {"FLEET_CONCURRENCY": "0"}, "", 2,
      "FLEET_CONCURRENCY (environment): Input should be greater than or equal to 1"),
 ])
+@pytest.mark.long(9)  # each a `fleet` process of its own
 def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     dashboard, tmp_path: Path, fleet_home: Path, args, env, home_env, code, words
 ):
