@@ -96,6 +96,9 @@ class LocalEstate:
         self._env = {
             **self._server.environment(),
             "PREFECT_WORKER_QUERY_SECONDS": "2",  # a worker asks for work every 2 s (default 10)
+            # every dashboard's night on the emulators' clock, as `fleet demo` runs its one night: paced, waiting
+            # and sizing its calls in the emulated dashboard's seconds, not a real dashboard's
+            "FLEET_TIME_SCALE": str(self.time_scale),
             "FLEET_REPORT_DIR": str(self.report_dir),
             "FLEET_SMTP_HOST": "",  # messages are written as .eml files beside each report
             "FLEET_REPORT_TO": os.environ.get("FLEET_REPORT_TO") or "operator@example.com",

@@ -38,11 +38,14 @@ class EmulatorServer:
     ) -> None:
         self.config = config or EmulatorConfig()
         self.host = host
-        self.port = port or free_port(host)
         self.startup_timeout = startup_timeout
         self.app: Starlette | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        # bound here and handed to uvicorn, so no other server (a test beside this one) takes the port between
+        # picking it and listening on it
+        self._socket: socket.socket | None = self._bind(port or 0)
+        self.port = int(self._socket.getsockname()[1])
 
     @property
     def root_url(self) -> str:
@@ -62,7 +65,19 @@ class EmulatorServer:
     def credentials(self) -> dict[str, Any]:
         return self.emulator.credentials(self.base_url)
 
+    def _bind(self, port: int) -> socket.socket:
+        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listening.bind((self.host, port))
+        except OSError:
+            listening.close()
+            raise
+        return listening
+
     def start(self) -> EmulatorServer:
+        if self._socket is None:  # started again after a stop: the same port
+            self._socket = self._bind(self.port)
         self.app = create_app(self.config)
         self.emulator.base_url = self.base_url
         config = uvicorn.Config(
@@ -70,7 +85,8 @@ class EmulatorServer:
             h11_max_incomplete_event_size=HEAD_LIMIT_BYTES,
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name=f"emulator:{self.port}", daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
+                                        name=f"emulator:{self.port}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.startup_timeout
         while not self._server.started:
@@ -86,7 +102,9 @@ class EmulatorServer:
             self._thread.join(timeout=10)
         if self.app is not None:
             self.emulator.state.close()
-        self._server = self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
 
     def __enter__(self) -> EmulatorServer:
         return self.start()

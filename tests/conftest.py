@@ -1,8 +1,14 @@
-"""Shared fixtures. The Prefect harness is session-scoped and started only by tests that ask for it."""
+"""Shared fixtures, and what makes every test isolated by default: each test process (one per xdist worker) has a
+Prefect home of its own, set before anything imports Prefect; each test has its own FLEET_HOME and working
+directory, and sees none of the FLEET_* or PREFECT_* settings of the shell that started the suite. The Prefect
+harness is session-scoped (one test server per worker) and started only by tests that ask for it."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,16 +16,89 @@ import pytest
 
 from tests.tls import Certificate, self_signed
 
-# A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's load
-# it needs more than Prefect's 20 s.
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cli", "deployments", "flows", "tasks", "reporting", "fleet", "dashboard", "emulator")
+
+
+def _own_prefect_home() -> Path:
+    """A Prefect home for this process alone, and none of the caller's PREFECT_* settings: workers never share a
+    Prefect database (a temporary server a subprocess night starts keeps its SQLite file in the home), and no test
+    reads or writes the user's ~/.prefect or reaches the server an exported PREFECT_API_URL names."""
+    for name in [name for name in os.environ if name.startswith("PREFECT_")]:
+        del os.environ[name]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    home = Path(tempfile.mkdtemp(prefix=f"prefect-home-{worker}-"))
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    # A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's
+    # load it needs more than Prefect's 20 s.
+    os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+    return home
+
+
+PREFECT_HOME = _own_prefect_home()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis keeps its examples (the failing ones, to replay) in the checkout, whatever a test's directory
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(ROOT / ".hypothesis")
+
+
+@pytest.hookimpl(trylast=True)  # after the random order (pytest-randomly) and pytest's grouping by fixture
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Side by side, the tests marked `long` lead the workers' shares, so that none starts last and holds up the
+    end of the run. xdist's worksteal hands each of the N workers one contiguous share of this order (the items
+    split evenly) and steals only from a share's end. A module's long tests stay together (they share its
+    servers); the modules go to the least loaded share, the heaviest first, by `long(seconds)`."""
+    workers = getattr(config, "workerinput", {}).get("workercount")
+    long = [item for item in items if item.get_closest_marker("long")]
+    if not workers or not long:
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in long:
+        units.setdefault(str(item.path), []).append(item)
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for unit in sorted(units.values(), key=lambda unit: -sum(map(_expected_seconds, unit))):
+        share = loads.index(min(loads))
+        heads[share] += unit
+        loads[share] += sum(map(_expected_seconds, unit))
+    rest = iter([item for item in items if not item.get_closest_marker("long")])
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for share in range(workers):
+        size = remaining // (workers - share)
+        remaining -= size
+        ordered += heads[share] + [next(rest) for _ in range(max(size - len(heads[share]), 0))]
+    ordered += list(rest)  # more long tests than a share holds: the order still has every item once
+    assert sorted(map(id, ordered)) == sorted(map(id, items))
+    items[:] = ordered
+
+
+def _expected_seconds(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("long")
+    return float(marker.args[0]) if marker and marker.args else 30.0
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(PREFECT_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
 def fleet_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Every test has a home of its own (state database, reports, `.env`): none reads or writes the user's."""
+    """Every test has a home of its own (state database, reports, `.env`) and starts in an empty directory of its
+    own: none reads or writes the user's state directory, a `.env` or `reports/` in the checkout, or a FLEET_*
+    variable of the shell that started the suite."""
+    for name in [name for name in os.environ if name.startswith("FLEET_") and name != "FLEET_REFERENCE_DIR"]:
+        monkeypatch.delenv(name)
     home = tmp_path / "fleet-home"
     monkeypatch.setenv("FLEET_HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
     return home
 
 
@@ -31,17 +110,52 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """One Prefect test server for the whole session (about 9 s to start)."""
+    """One Prefect test server per test process (about 9 s to start), its database in a temporary directory."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     from tests.reference import REPLAY_COUNTS
 
     if REPLAY_COUNTS:
         terminalreporter.section("replays of the real dashboard's exchanges")
         for line in REPLAY_COUNTS:
             terminalreporter.write_line(line)
+    _coverage_by_package(terminalreporter, config)
+
+
+def _coverage_by_package(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Line and branch coverage of each package, and its three least covered modules (pytest-cov measures; its
+    own report is off: one line per module is too long to read)."""
+    plugin = config.pluginmanager.getplugin("_cov")
+    controller = getattr(plugin, "cov_controller", None)
+    if controller is None or getattr(controller, "cov", None) is None or hasattr(config, "workerinput"):
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "coverage.json"
+        try:
+            controller.cov.json_report(outfile=str(report))
+        except Exception as error:  # noqa: BLE001 - no data (say, a run of one test outside the packages)
+            terminalreporter.write_line(f"coverage: no report ({error})")
+            return
+        files = json.loads(report.read_text())["files"]
+    terminalreporter.section("coverage by package (lines, branches)")
+    for package in PACKAGES:
+        modules = {name: entry["summary"] for name, entry in files.items() if name.split(os.sep)[0] == package}
+        if not modules:
+            continue
+        lines = [sum(s[key] for s in modules.values()) for key in ("covered_lines", "num_statements")]
+        branches = [sum(s[key] for s in modules.values()) for key in ("covered_branches", "num_branches")]
+        least = sorted(modules.items(), key=lambda item: item[1]["percent_covered"])[:3]
+        terminalreporter.write_line(
+            f"{package:<12} lines {_percent(*lines)} ({lines[0]}/{lines[1]})  "
+            f"branches {_percent(*branches)} ({branches[0]}/{branches[1]})  least: "
+            + ", ".join(f"{name.split(os.sep, 1)[1]} {summary['percent_covered']:.0f}%" for name, summary in least)
+        )
+
+
+def _percent(covered: int, total: int) -> str:
+    return f"{100 * covered / total:5.1f}%" if total else "  n/a "

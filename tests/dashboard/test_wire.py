@@ -7,7 +7,6 @@ import socket
 import socketserver
 import struct
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,12 +19,15 @@ from tests.tls import Certificate
 ENGINES = ("aiohttp", "httpx")
 KEY = "a" * 40 + "==" + "b" * 40
 ANSWER = b'{"count": 3}'
+CONNECTION_SECONDS = 30  # the longest a server's connection thread lives, should a client never close
 
 
 class Misbehaving(socketserver.ThreadingTCPServer):
-    """Reads each request whole, counts it, then answers as `behaviour` says."""
+    """Reads each request whole, counts it, then answers as `behaviour` says. `finish()` waits for every
+    connection's thread, so the count it returns is final however slowly the machine ran them."""
 
-    daemon_threads = True
+    daemon_threads = False  # server_close() joins the connections' threads
+    block_on_close = True
     allow_reuse_address = True
 
     def __init__(self, behaviour: str, certificate: Certificate | None = None) -> None:
@@ -33,6 +35,14 @@ class Misbehaving(socketserver.ThreadingTCPServer):
         self.behaviour = behaviour
         self.requests = 0
         self.tls = certificate.server_context() if certificate else None
+        self.released = threading.Event()  # "silent" holds its answer until the test is done
+
+    def finish(self) -> int:
+        """Stop serving, let the silent connections go, wait for every connection's thread; the requests read."""
+        self.released.set()
+        self.shutdown()
+        self.server_close()
+        return self.requests
 
     def get_request(self) -> tuple[socket.socket, Any]:
         connection, address = super().get_request()
@@ -69,11 +79,12 @@ class _Handler(socketserver.BaseRequestHandler):
                                      b"\r\n{\"count\":")
             elif behaviour == "not_http":
                 self.request.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-            elif behaviour == "silent":
-                time.sleep(1.0)
+            elif behaviour == "silent":  # no answer until the client has given up, however long that takes
+                self.server.released.wait(timeout=CONNECTION_SECONDS)
             return
 
     def _read_request(self) -> bool:
+        self.request.settimeout(CONNECTION_SECONDS)  # a connection the client never closes ends the thread too
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = self.request.recv(65536)
@@ -94,21 +105,22 @@ def serve() -> Iterator[Any]:
 
     def start(behaviour: str, certificate: Certificate | None = None) -> Misbehaving:
         server = Misbehaving(behaviour, certificate)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         servers.append(server)
         return server
 
     yield start
     for server in servers:
-        server.shutdown()
-        server.server_close()
+        server.finish()
 
 
-def client(url: str, engine: str, **settings: Any) -> DashboardClient:
+def client(url: str, engine: str, read_timeout: float = 30, **settings: Any) -> DashboardClient:
+    """A client whose read timeout never decides an outcome by the machine's speed: only a server that is silent
+    on purpose meets it."""
     credentials = {"base_url": url, "namespace": "svc", "api_keys": {"read_write": KEY}}
     return DashboardClient.from_credentials(
-        credentials, http_engine=engine, read_timeout=0.3, max_attempts=2, retry_initial=0.005, retry_cap=0.01,
-        **settings,
+        credentials, http_engine=engine, read_timeout=read_timeout, max_attempts=2, retry_initial=0.005,
+        retry_cap=0.01, **settings,
     )
 
 
@@ -124,11 +136,14 @@ async def outcome(url: str, engine: str, call: str, **settings: Any) -> tuple[ty
 async def test_an_answer_lost_after_sending_is_told_apart_the_same_over_both_engines(
     serve: Any, behaviour: str
 ) -> None:
+    # the silent server's answer never comes (it holds it until finish()): only there does the timeout speak
+    timeout = {"read_timeout": 0.3} if behaviour == "silent" else {}
     seen = {}
     for engine in ENGINES:
         write, read = serve(behaviour), serve(behaviour)
-        seen[engine] = (await outcome(write.url, engine, "write"), write.requests,
-                        await outcome(read.url, engine, "read"), read.requests)
+        wrote = await outcome(write.url, engine, "write", **timeout)
+        was_read = await outcome(read.url, engine, "read", **timeout)
+        seen[engine] = (wrote, write.finish(), was_read, read.finish())
     # a write whose answer was lost is sent once and is "unknown"; a read is tried again, then fails plainly
     assert seen["aiohttp"] == seen["httpx"] == ((OutcomeUnknown, "no_answer"), 1, (TransportError, "no_answer"), 2)
 

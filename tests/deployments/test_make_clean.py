@@ -19,7 +19,8 @@ def test_make_clean_leaves_only_the_users_env(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "--quiet"], cwd=tmp_path, check=True)
     made = [".venv/bin/python", ".pytest_cache/v", ".ruff_cache/x", "fleet_maintenance.egg-info/PKG-INFO",
             "demo-output/fleet-state.sqlite", "demo-output/20261126-020000-abcdef12/summary.json",
-            "bench/results/nightly.json", "fleet/__pycache__/night.cpython-311.pyc", "__pycache__/a.pyc"]
+            "bench/results/nightly.json", "fleet/__pycache__/night.cpython-311.pyc", "__pycache__/a.pyc",
+            ".hypothesis/examples/a1/b2", ".coverage", ".coverage.host.123.456"]
     for path in made:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("x")
@@ -28,7 +29,8 @@ def test_make_clean_leaves_only_the_users_env(tmp_path: Path) -> None:
     done = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True, check=True)
 
     removed = {line.removeprefix("removed ") for line in done.stdout.splitlines()}
-    assert {".venv", "demo-output", "bench/results", "./fleet/__pycache__", ".pytest_cache"} <= removed
+    assert {".venv", "demo-output", "bench/results", "./fleet/__pycache__", ".pytest_cache", ".hypothesis",
+            ".coverage", ".coverage.host.123.456"} <= removed
     ignored = [line for line in subprocess.run(["git", "status", "--ignored", "--porcelain"], cwd=tmp_path,
                                                capture_output=True, text=True, check=True).stdout.splitlines()
                if line.startswith("!!")]

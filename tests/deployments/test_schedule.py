@@ -29,6 +29,8 @@ NIGHTLY = ("nightly-maintenance", "nightly")
 BERLIN = ZoneInfo("Europe/Berlin")
 SHORT_LOOP = {"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}
 
+pytestmark = pytest.mark.long(20)  # real Prefect servers and `fleet serve` processes
+
 
 def scheduled_runs(server: LocalPrefectServer) -> list[dict]:
     flow, deployment = NIGHTLY

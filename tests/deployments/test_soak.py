@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.soak import moment, run_soak
 
 MiB = 1024 * 1024
 
 
+@pytest.mark.long(150)
+@pytest.mark.timeout(900)  # two scheduled nights a minute apart, each in a process of its own
 def test_a_two_night_soak_measures_each_scheduled_night(tmp_path: Path) -> None:
     said: list[str] = []
     soak = run_soak(nights=2, sites=8, interval=60, time_scale=0.002, seed=0, faults="none", releases=2,

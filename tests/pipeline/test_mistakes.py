@@ -117,6 +117,7 @@ BAD_DATE_POLICY = "holds:\n  - item: woocommerce < 9.0\n    reason: breaks the s
     (["nightly", "--policy", "{tmp}/clients.yaml"], {}, "", 2,
      "{tmp}/clients.yaml: overrides.clients: the dashboard has no client named 'Acme Typo Inc'"),
 ])
+@pytest.mark.long(9)  # each a `fleet` process of its own
 def test_a_mistake_costs_one_line_before_any_flow_run_or_prefect_server(
     dashboard, tmp_path: Path, fleet_home: Path, args, env, home_env, code, words
 ):

@@ -49,6 +49,7 @@ def spy_update_calls(monkeypatch) -> list[tuple[int, str, str]]:
     return sent
 
 
+@pytest.mark.long(20)
 async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard):
     emulator = dashboard(sites=450, seed=5, time_scale=0.004)
     summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
@@ -82,6 +83,7 @@ async def test_the_limits_read_from_the_dashboards_settings_are_the_ones_the_nig
     assert any("at most 2 at once" in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.long(20)
 async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypatch, caplog):
     """Shared hosting's 30 s, or less: the budget (20 s, a third of nginx's 60 s) is too long for it, and the night
     learns so from the first 504 instead of meeting the gateway call after call."""
@@ -161,6 +163,7 @@ async def test_a_sync_whose_answer_is_lost_still_learns_which_sites_cannot_be_re
     assert site_4.status is not SiteStatus.online, "an unreachable site is not sent updates tonight"
 
 
+@pytest.mark.long(20)
 async def test_a_killed_night_is_accounted_for_by_the_next_run(dashboard, tmp_path: Path):
     emulator = dashboard(sites=60, seed=9, time_scale=0.02)
     env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
@@ -317,6 +320,7 @@ async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashb
     assert_every_item_accounted(summary, plan)
 
 
+@pytest.mark.long(20)
 async def test_behind_a_20_s_gateway_a_slow_site_meets_it_at_most_once_per_step(dashboard, monkeypatch):
     """A site that alone outlasts a short gateway cannot be made faster, but all its items of a step go in one call,
     whose outcome is read back: it meets the gateway once per step, not once per item. And once the gateway is

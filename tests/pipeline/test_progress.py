@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 
 from fleet.pacing.progress import NightProgress, Tally, heartbeat
@@ -37,13 +38,20 @@ def test_the_heartbeat_speaks_during_a_long_wait_and_stops_after(caplog):
         calls += 1
         return f"call {calls}"
 
+    said_during: list[str] = []
+
     async def wait() -> None:
+        # waits until the heartbeat has spoken 5 times, however slowly a busy machine lets it speak
         async with heartbeat(log, describe, every=0.05):
-            await asyncio.sleep(0.28)
-        await asyncio.sleep(0.1)
+            while len(caplog.records) < 5:
+                await asyncio.sleep(0.01)
+        said_during.extend(record.getMessage() for record in caplog.records)
+        await asyncio.sleep(0.25)  # five intervals: a heartbeat that outlived its wait would speak here
 
     with caplog.at_level(logging.INFO, logger="fleet.test"):
         asyncio.run(wait())
     lines = [record.getMessage() for record in caplog.records]
-    assert lines[:2] == ["still waiting: call 1", "still waiting: call 2"]
-    assert 4 <= len(lines) <= 6, "one line per interval, none after the wait"
+    assert lines[:5] == [f"still waiting: call {n}" for n in range(1, 6)]
+    assert lines == said_during, "none after the wait"
+    gaps = [later.created - earlier.created for earlier, later in itertools.pairwise(caplog.records)]
+    assert min(gaps) >= 0.045, "one line per interval at most"  # a sleep never ends early, however fast the machine

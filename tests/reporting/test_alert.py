@@ -62,6 +62,7 @@ def fleet(args: list[str], env: dict[str, str], cwd: Path, *, terminal: bool = T
                 os.close(end)
 
 
+@pytest.mark.long(25)
 @pytest.mark.usefixtures("prefect_harness")
 def test_an_unreachable_dashboard_alerts_by_smtp_and_webhook_with_one_line_and_exit_4(
     smtp_server: SmtpServer, webhook: Receiver, tmp_path: Path
