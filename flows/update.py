@@ -43,7 +43,7 @@ from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
-from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
+from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord, fixes_only
 from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
@@ -320,6 +320,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
                                                settings=settings, planned_for=request.at and moment,
                                                security=quote(night.security))
                 del pending, ignored  # the plan holds them now
+                if request.fixes_only:
+                    plan = fixes_only(plan, policy.security)
                 plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
                 if night.visual is not None:
                     night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),

@@ -155,7 +155,7 @@ def test_stopping_fleet_serve_while_a_run_is_submitted_pauses_every_schedule_and
             stop, printed = stop_once(server, dashboard_settings, tmp_path, number, at_submission=True, delay=0,
                                       signum=signum)
             assert stop.was_serving and stop.clean, (stop, printed[-3000:])
-            assert stop.paused == 5 and "stopped: 5 deployment(s) paused until fleet serve runs again" in printed
+            assert stop.paused == 6 and "stopped: 6 deployment(s) paused until fleet serve runs again" in printed
             assert "Traceback" not in printed, printed[-3000:]
 
 
