@@ -40,7 +40,7 @@ def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
     fixed = [item for item in summary.items if item.outcome is Outcome.updated and item.security is not None
              and item.security.fixes]
     assert fixed and summary.exposure
-    operator_text = (result.run_dir / "operator.txt").read_text()
+    operator_text = next(path for path in result.files if path.name == "operator.txt").read_text()
     assert "Known vulnerabilities" in operator_text and fixed[0].security.fixes[0].cve in operator_text
     exposed_clients = {exposed.client for exposed in summary.exposure if exposed.client}
     client_texts = [path.read_text() for path in result.files if path.name.startswith("client-")
