@@ -11,6 +11,7 @@ from prefect import flow, get_run_logger
 
 from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
+from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from flows.parameters import SavedDashboard, SavedEmailServer
 from flows.sync import open_dashboard
 from flows.update import maintain_fleet
@@ -33,7 +34,7 @@ async def patch_vulnerabilities(
 ) -> str:
     """Apply now the updates that fix a known vulnerability at or above the policy's threshold, on the sites offered
     one, and nothing else; returns summary.json's path, or "" when no site is offered such a fix or a night of the
-    dashboard is running (it applies them itself).
+    dashboard is running (it applies them itself). Ends Failed (`SitesBrokenByRun`) when a fix broke sites.
 
     Args:
         dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
@@ -63,5 +64,7 @@ async def patch_vulnerabilities(
         return ""
     from tasks.report import report_run  # pandas and matplotlib load only when there is something to report
 
-    await report_run(run_dir, send=send_report, settings=mail)
+    result = await report_run(run_dir, send=send_report, settings=mail)
+    if result.broken:  # Failed, as a night that broke sites: the automations and notifications fire
+        raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     return str(run_dir / "summary.json")

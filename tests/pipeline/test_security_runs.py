@@ -10,6 +10,7 @@ import yaml
 
 from fleet.model.summary import Outcome, UpdateType
 from fleet.model.vulnerability import Security
+from fleet.rules.breakage import SitesBrokenByRun
 from flows.security import patch_vulnerabilities
 from flows.update import update_fleet
 from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
@@ -83,3 +84,27 @@ async def test_a_running_night_keeps_the_security_run_out(dashboard, monkeypatch
         assert await patch_vulnerabilities(send_report=False, lock_wait_seconds=1) == ""
     assert truth_of(board, credentials)["sites"] == before
     assert await patch_vulnerabilities(send_report=False, dry_run=True)  # the lock free: the seed offers fixes
+
+
+async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fail_a_night(dashboard, monkeypatch):
+    board = dashboard(sites=6, seed=3)
+    credentials = board.server.credentials
+    token = {"X-Emulator-Token": credentials["admin_token"]}
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    monkeypatch.setenv("FLEET_SMTP_HOST", "")
+    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    site = next(site for site in truth_of(board, credentials)["sites"].values() if site["status"] == "connected"
+                and any(update["type"] == "plugin" for update in site["pending_updates"]))
+    target = next(update for update in site["pending_updates"] if update["type"] == "plugin")
+    httpx.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
+        "slug": target["slug"], "to_version": target["current_version"], "patched": [target["new_version"]]},
+    ).raise_for_status()
+    httpx.post(f"{board.server.root_url}/__emulator__/faults/items", headers=token, json={
+        "site_id": site["id"], "type": "plugin", "slug": target["slug"], "mode": "break"}).raise_for_status()
+    with pytest.raises(SitesBrokenByRun) as ended:
+        await patch_vulnerabilities()
+    summary, _ = read_run(ended.value.summary_path)
+    fixed = [item for item in summary.items if item.site_id == site["id"] and item.slug == target["slug"]]
+    assert fixed and fixed[0].security.security is Security.fixes
+    assert "broke" in str(ended.value), str(ended.value)
