@@ -66,6 +66,7 @@ from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
+from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
 from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -394,4 +395,5 @@ async def update_fleet(
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=False, at=at)
-    return str(await maintain_fleet(request, dashboard) / "summary.json")
+    async with night_lock(ENVIRONMENT_DASHBOARD) if dashboard is None else nullcontext():  # as the nightly
+        return str(await maintain_fleet(request, dashboard) / "summary.json")
