@@ -29,6 +29,13 @@ def dashboard_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def feed_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
+    """The `FLEET_VULN_*` variables that read the emulator's vulnerability feed about its own fleet (its admin token
+    stands in for the Wordfence key): the demo's reports show the known vulnerabilities, the security lane and what
+    stays exposed."""
+    return {"FLEET_VULN_FEED": credentials["vulnerability_feed"], "FLEET_VULN_FEED_KEY": credentials["admin_token"]}
+
+
 @contextmanager
 def environment(values: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for the duration of the block, then restore what was there."""
@@ -95,7 +102,7 @@ def run_demo(
     scaled = {"FLEET_TIME_SCALE": str(config.time_scale)}  # the night on the emulator's clock
     home = {"FLEET_HOME": str(output_dir), "FLEET_STATE_DB": str(output_dir / STATE_FILE)}
     with EmulatorServer(config) as server, environment({**dashboard_environment(server.credentials), **scaled,
-                                                        **mail, **home}):
+                                                        **mail, **home, **feed_environment(server.credentials)}):
         for _ in range(nights):
             timeouts_before = server.emulator.capacity.gateway_timeouts
             try:

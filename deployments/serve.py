@@ -1,4 +1,5 @@
-"""Deployments served by one process (`fleet serve`): the nightly schedule and the manual triggers.
+"""Deployments served by one process (`fleet serve`): the nightly schedule, the security runs between nights, and
+the manual triggers.
 
 Every write call to the dashboard occupies a slot of one Prefect global concurrency limit, so two runs (a
 scheduled night and a manual trigger, or two triggers) never push one dashboard harder than
@@ -40,12 +41,14 @@ from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
 from flows.report import report
+from flows.security import patch_vulnerabilities
 from flows.sync import sync_fleet
 from flows.update import update_fleet
 from tasks.limits import ensure_concurrency_limit
 
 ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
 TAGS = ["fleet-maintenance"]
+SECURITY = "security"  # the security deployment's name
 STOP_SECONDS = 60.0  # for the runner to stop, then for the server to take the pauses: beyond, said loudly
 
 
@@ -60,6 +63,13 @@ class ScheduleSettings(FleetSettings):
     schedule_check_seconds: float = Field(
         120, gt=0, description="How long `fleet serve` waits for the Prefect server to schedule the night's first "
         "runs before it warns that nothing will run (the server's scheduler loops every 60 s by default).")
+    security_runs: bool = Field(True, description="Serve the security deployment: between nights, the fixes of known "
+                                "vulnerabilities at or above the policy's threshold applied at once (false: they "
+                                "wait for the night).")
+    security_interval_seconds: float = Field(
+        3600, ge=30, description="How often the security deployment looks for fixes between nights.")
+    security_cron: str | None = Field(
+        None, description="Or a cron expression for it (read in FLEET_SCHEDULE_TIMEZONE), instead of the interval.")
     concurrency_limit: str = Field("fleet-dashboard", description="Prefect global concurrency limit name.")
     concurrency: int = Field(8, ge=1, le=256, description="Dashboard write calls in flight across all runs.")
 
@@ -68,10 +78,10 @@ class ScheduleSettings(FleetSettings):
     def _known_zone(cls, value: str) -> str:
         return known_zone(value)
 
-    @field_validator("schedule_cron")
+    @field_validator("schedule_cron", "security_cron")
     @classmethod
-    def _five_fields(cls, value: str) -> str:
-        if len(value.split()) != 5:
+    def _five_fields(cls, value: str | None) -> str | None:
+        if value is not None and len(value.split()) != 5:
             raise ValueError(f"cron expression {value!r} must have five fields (minute hour day month weekday)")
         return value
 
@@ -86,9 +96,32 @@ class ScheduleSettings(FleetSettings):
             return f"every {self.schedule_interval_seconds:g} s"
         return f"cron {self.schedule_cron!r} in {self.schedule_timezone}"
 
+    def security_schedule(self) -> Schedule:
+        if self.security_cron:
+            return Cron(self.security_cron, timezone=self.schedule_timezone)
+        return Interval(timedelta(seconds=self.security_interval_seconds), timezone=self.schedule_timezone)
+
+    def describe_security(self) -> str:
+        if self.security_cron:
+            return f"cron {self.security_cron!r} in {self.schedule_timezone}"
+        return f"every {self.security_interval_seconds:g} s"
+
+    def described(self, deployment: str) -> str:
+        """The schedule of a served deployment, as `fleet serve` says it."""
+        return self.describe_security() if deployment == SECURITY else self.describe()
+
 
 async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment]:
-    """The nightly deployment on its schedule plus the four manual triggers."""
+    """The nightly deployment on its schedule, the security deployment on its own (unless turned off), and the four
+    manual triggers."""
+    security = [await patch_vulnerabilities.ato_deployment(
+        name=SECURITY,
+        schedules=[settings.security_schedule()],
+        concurrency_limit=ONE_AT_A_TIME,
+        description="Between nights: the updates that fix a known vulnerability at or above the policy's threshold, "
+                    "on the sites offered one, applied now under the night lock (nothing else).",
+        tags=TAGS,
+    )] if settings.security_runs else []
     return [
         await nightly_maintenance.ato_deployment(
             name="nightly",
@@ -97,6 +130,7 @@ async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment
             description="The whole night: sync, detect, policy, update by type, checks, reconcile, report.",
             tags=TAGS,
         ),
+        *security,
         await update_fleet.ato_deployment(
             name="update_fleet",
             concurrency_limit=ONE_AT_A_TIME,
@@ -135,23 +169,24 @@ async def upcoming_runs(deployment_id: UUID, count: int = 3) -> list[datetime]:
 
 
 async def watch_schedule(name: str, deployment_id: UUID, settings: ScheduleSettings, say: Callable[[str, bool], None],
-                         poll: float = 2.0, recheck: float = 3600.0) -> None:
+                         poll: float = 2.0, recheck: float = 3600.0, described: str | None = None) -> None:
     """Say when the night runs next, as the server scheduled it; say loudly when it has scheduled nothing (its
     scheduler off or failing, the schedule paused): a served deployment that never runs looks just like one
     that waits for 2 a.m. Checked again every hour while serving."""
     zone = ZoneInfo(settings.schedule_timezone)
+    described = described or settings.describe()
     waited, warned = 0.0, False
     while True:
         starts = await upcoming_runs(deployment_id)
         if starts:
             times = ", ".join(f"{start.astimezone(zone):%Y-%m-%d %H:%M %Z}" for start in starts)
-            say(f"{name}: next runs {times} ({settings.describe()})", False)
+            say(f"{name}: next runs {times} ({described})", False)
             waited, warned = 0.0, False
             await asyncio.sleep(recheck)
             continue
         if waited >= settings.schedule_check_seconds and not warned:
             say(f"WARNING: the Prefect server has scheduled no run of {name} in {waited:.0f} s: nothing will run "
-                f"({settings.describe()}). Is the schedule paused in the UI, or the server's scheduler service off "
+                f"({described}). Is the schedule paused in the UI, or the server's scheduler service off "
                 "(PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED) or failing (see the server's log)?", True)
             warned = True
         await asyncio.sleep(poll)
@@ -205,7 +240,8 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
             served[deployment_id] = name
             say(f"serving {name}" + (" on its schedule" if deployment.schedules else " (manual trigger)"), False)
             if deployment.schedules:
-                watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say)))
+                watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say,
+                                                                  described=settings.described(deployment.name))))
         if not stop.is_set():
             await run_until_stopped(runner, stop, say)
     finally:

@@ -76,8 +76,7 @@ async def maintain_dashboards(
     started = datetime.now(UTC)
     run_id = run_identity(started)
     settings = pipeline_settings(report_dir)
-    send = send_report and not dry_run
-    mail = MailSettings.for_block(email_block) if send else None  # said now, before the nights, if it is unusable
+    mail = MailSettings.for_block(email_block) if send_report and not dry_run else None  # unusable: said now
     root = settings.report_dir.resolve()
     blocks = list(dict.fromkeys(dashboards or await saved_dashboards_task()))
     if not blocks:

@@ -6,6 +6,7 @@ update type, the sensor, checks, re-sync and reconcile -> summary), then the rep
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import UTC, datetime
 
 from prefect import flow
@@ -19,6 +20,7 @@ from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.update import maintain_fleet
 from reporting.settings import MailSettings
 from tasks.alert import alert_operator
+from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
 from tasks.preflight import check_settings
 
 
@@ -55,7 +57,10 @@ async def nightly_maintenance(
     # (a report sent over SMTP needs FLEET_MAIL_FROM)
     mail = check_settings(request, dashboard_from_environment=dashboard is None,
                           mail=(lambda: MailSettings.for_block(email_block)) if send_report else None).mail
-    run_dir = await maintain_fleet(request, dashboard)
+    # one run at a time per dashboard: its security runs wait for the night (under `maintain-dashboards`, whose
+    # nights get a saved block, the fan-out holds the block's lock for its child)
+    async with night_lock(ENVIRONMENT_DASHBOARD) if dashboard is None else nullcontext():
+        run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from tasks.report import report_run
 

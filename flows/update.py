@@ -24,6 +24,7 @@ from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.engine.containment import ItemKey, held_items
 from fleet.engine.lanes import Lane, split_into_lanes, way_back_lane
+from fleet.engine.memory import NightMemory
 from fleet.engine.night import (
     CohortResult,
     Night,
@@ -37,21 +38,18 @@ from fleet.engine.night import (
 )
 from fleet.engine.visual_watch import VisualWatch
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import ApprovalRecord, Selection, UpdateType, run_suffix
+from fleet.model.summary import ApprovalRecord, Item, ReportClient, Selection, Summary, UpdateType, run_suffix
 from fleet.pacing.fan_out import fan_out
 from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
-from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord
+from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord, fixes_only
 from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
-from fleet.state.continuity import check_state_home
 from fleet.state.incidents import IncidentStore
-from fleet.state.job_journal import JobJournal
-from fleet.state.rollback_reads import RollbackReads
-from fleet.state.visual_baselines import VisualBaselines
+from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
@@ -68,6 +66,7 @@ from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
+from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
 from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -273,76 +272,105 @@ async def approval_gate(
     return approval
 
 
+async def reach_fleet(
+    client: DashboardClient, request: NightRequest, night: Night, settings: PipelineSettings, moment: datetime
+) -> tuple[list[SiteRecord], list[ReportClient], WindowDays]:
+    """The selected sites placed in their windows as at `moment`, the dashboard's clients (the policy's names
+    checked against them), and the child sites' slots read before any write."""
+    sites, clients = await select_fleet(client, request.selection)
+    check_client_names(night.policy, [known.name for known in clients], request.policy_path(settings))
+    window_days = WindowDays.of(night.policy, request.dry_run, settings, client.settings.base_url)
+    sites = window_days.place(sites, night.policy, moment)
+    night.sizer.slots = await read_child_slots_task(client, quote(sites), settings)
+    return sites, clients, window_days
+
+
+async def plan_night(
+    client: DashboardClient, sites: list[SiteRecord], request: NightRequest, night: Night, memory: NightMemory,
+    interrupted: list[OpenRun], settings: PipelineSettings, started: datetime, moment: datetime,
+) -> tuple[list[SiteRecord], Plan, list[Item]]:
+    """Survey (the ignore lists alongside), account for the killed runs, review the known vulnerabilities, decide
+    by the policy and plan the rollout; returns the sites as synced, the plan and the killed runs' items."""
+    # a sync is a write request: a dry run plans from the dashboard's last sync
+    (sites, pending), ignored = await asyncio.gather(
+        survey_fleet(client, sites, settings, sync=not request.dry_run, night=night, rollbacks=memory.rollback_sites),
+        load_ignores_task(client, quote([site.id for site in sites])),
+    )
+    accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites), quote(pending),
+                                                     quote(night.sizer), settings) if interrupted else [])
+    night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
+                                                       request.dry_run)
+    plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
+                                   pending=quote(pending), ignored=quote(ignored), policy=night.policy,
+                                   selection=request.selection, dry_run=request.dry_run, settings=settings,
+                                   planned_for=request.at and moment, security=quote(night.security))
+    del pending, ignored  # the plan holds them now
+    if request.fixes_only:
+        plan = fixes_only(plan, night.policy.security)
+    plan = await finalise_plan_task(quote(plan), night.policy.rollout, settings.report_dir / night.run_id)
+    if night.visual is not None:
+        night.visual.remember_in(memory.visual_baselines(), plan.items)
+    return sites, plan, accounted
+
+
+async def account_for_night(
+    client: DashboardClient, plan: Plan, request: NightRequest, night: Night, settings: PipelineSettings, *,
+    sites: list[SiteRecord], clients: list[ReportClient], accounted: list[Item], interrupted: list[OpenRun],
+    approval: ApprovalRecord | None,
+) -> Summary:
+    """The summary, then the bad versions remembered and the incidents across nights."""
+    summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=night.policy,
+                            dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
+    summary.holds = await remember_bad_versions_task(quote(summary), night.policy.hold_after_failures, settings)
+    summary.incidents = await review_incidents_task(client, quote(summary), quote(sites), settings,
+                                                    quote(night.sizer), look=request.run_checks)
+    return summary
+
+
 async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection | None = None) -> Path:
     """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
     started = datetime.now(UTC)
     collect_less()
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
-    night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=check_state_home(settings))
+    memory = NightMemory(settings)  # the one place the night's memory across nights is opened
+    night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=memory.notes)
     run_dir = settings.report_dir / night.run_id
     night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings,
                                          capture=worker_capture(policy, run_dir, settings))
-    journal = JobJournal(settings.state_path)
     logger = get_run_logger()
     for note in night.notes:
         logger.warning(note)
     artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
     async with await open_dashboard(dashboard, settings) as client, night.visual or nullcontext():
-        sites, clients = await select_fleet(client, request.selection)
-        check_client_names(policy, [known.name for known in clients], request.policy_path(settings))
-        window_days = WindowDays.of(policy, request.dry_run, settings, client.settings.base_url)
-        sites = window_days.place(sites, policy, moment)
-        night.sizer.slots = await read_child_slots_task(client, quote(sites), settings)
-        interrupted = night.open(journal, run_dir, request.dry_run)
+        sites, clients, window_days = await reach_fleet(client, request, night, settings, moment)
+        interrupted = night.open(memory.journal, run_dir, request.dry_run)
         if interrupted:
             await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)
         night.expect(sites, settings, started, request.dry_run)
-        rollback_reads = RollbackReads(settings.state_path, client.settings.base_url)
-        rollback_sites = rollback_reads.sites()
+        memory.of_dashboard(client.settings.base_url)
         await artifact.open()
         try:
             async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
-                # a sync is a write request: a dry run plans from the dashboard's last sync
-                (sites, pending), ignored = await asyncio.gather(
-                    survey_fleet(client, sites, settings, sync=not request.dry_run, night=night,
-                                 rollbacks=rollback_sites),
-                    load_ignores_task(client, quote([site.id for site in sites])),
-                )
-                accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites),
-                                                                 quote(pending), quote(night.sizer), settings)
-                             if interrupted else [])
-                night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
-                                                                   request.dry_run)
-                plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
-                                               pending=quote(pending), ignored=quote(ignored), policy=policy,
-                                               selection=request.selection, dry_run=request.dry_run,
-                                               settings=settings, planned_for=request.at and moment,
-                                               security=quote(night.security))
-                del pending, ignored  # the plan holds them now
-                plan = await finalise_plan_task(quote(plan), policy.rollout, run_dir)
-                if night.visual is not None:
-                    night.visual.remember_in(VisualBaselines(settings.state_path.parent, client.settings.base_url),
-                                             plan.items)
+                sites, plan, accounted = await plan_night(client, sites, request, night, memory, interrupted,
+                                                          settings, started, moment)
                 logger.info("%s", night.planned(plan, request))
                 await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night), settings,
                                   request, night)
             approval = await approval_gate(client, plan, policy, settings, request, night)
             window_days.record(night.run_id)
-            summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=policy,
-                                    dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
-            summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
-            summary.incidents = await review_incidents_task(client, quote(summary), quote(sites), settings,
-                                                            quote(night.sizer), look=request.run_checks)
+            summary = await account_for_night(client, plan, request, night, settings, accounted=accounted,
+                                              sites=sites, clients=clients, approval=approval,
+                                              interrupted=interrupted)
         except BaseException:
-            journal.leave(night.run_id)  # the next run accounts for what this one applied
+            memory.journal.leave(night.run_id)  # the next run accounts for what this one applied
             raise
         finally:
             await artifact.close()
     if not request.dry_run:
-        remember_rollback_reads(summary, plan, rollback_sites, rollback_reads)
+        remember_rollback_reads(summary, plan, memory.rollback_sites, memory.rollback_reads)
     await write_summary_task(quote(summary), run_dir)
-    night.close(journal, interrupted, summary, request.dry_run)
+    night.close(memory.journal, interrupted, summary, request.dry_run)
     return run_dir
 
 
@@ -367,4 +395,5 @@ async def update_fleet(
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=False, at=at)
-    return str(await maintain_fleet(request, dashboard) / "summary.json")
+    async with night_lock(ENVIRONMENT_DASHBOARD) if dashboard is None else nullcontext():  # as the nightly
+        return str(await maintain_fleet(request, dashboard) / "summary.json")

@@ -9,9 +9,17 @@ from prefect import get_run_logger, task
 
 from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError
-from fleet.engine.vulnerability_review import Installed, NightSecurity, installed_items, review_vulnerabilities
+from fleet.engine.vulnerability_review import (
+    Installed,
+    NightSecurity,
+    installed_items,
+    review_vulnerabilities,
+    sites_offered_fixes,
+)
 from fleet.model.settings import PipelineSettings
-from fleet.rules.plan import DetectedUpdate, SiteRecord
+from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
+from fleet.rules.policy import Policy
+from tasks.detect import detect_updates, load_fleet
 from tasks.retries import STEP_OPTIONS
 
 
@@ -34,3 +42,21 @@ async def review_vulnerabilities_step(client: DashboardClient, sites: list[SiteR
 
 
 review_vulnerabilities_task = task(review_vulnerabilities_step, name="review-vulnerabilities", **STEP_OPTIONS)
+
+
+async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings, policy: Policy) -> list[int]:
+    """Between nights, with no write: the pending items of the dashboard's last sync classed against the feed
+    (read again when due, `FLEET_VULN_REFRESH`); the sites offered a fix at or above the policy's threshold (a site
+    its record says cannot take updates, suspended or its child too old, is left to the night's report)."""
+    sites, _ = await load_fleet(client)
+    site_ids = [site.id for site in sites if site.status in (SiteStatus.online, SiteStatus.offline)]
+    pending = await detect_updates(client, site_ids, settings.concurrency)
+    security = await asyncio.to_thread(review_vulnerabilities, pending, settings.state_path)
+    found = sites_offered_fixes(security, policy.security)
+    (get_run_logger().warning if security.feed.problem else get_run_logger().info)(
+        "security: %d of %d site(s) that can take updates offered a fix at or above the policy's threshold; %s",
+        len(found), len(site_ids), security.line())
+    return found
+
+
+find_offered_fixes_task = task(find_offered_fixes, name="find-offered-fixes", **STEP_OPTIONS)

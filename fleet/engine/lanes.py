@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fleet.model.summary import UpdateType
+from fleet.model.vulnerability import Security
 from fleet.pacing.child_slots import grouped_by_server, server_key
 from fleet.pacing.fan_out import chunked
 from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
@@ -35,7 +36,11 @@ class Lane:
 
 
 def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lane]:
-    """The cohort's sites with work, in lanes of at most `lane_size` sites (one pass over the plan's items)."""
+    """The cohort's sites with work, in lanes of at most `lane_size` sites (one pass over the plan's items).
+
+    Fixes go first: the sites with an update that fixes a known vulnerability (and the other sites of their
+    servers, which share their lane) fill the first lanes, so they start before the routine ones and are done
+    first should the cohort stop early (a window closing, the failure budget)."""
     members = set(cohort.site_ids)
     to_apply: dict[int, list[PlanItem]] = defaultdict(list)
     untouchable: dict[int, dict[UpdateType, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -46,8 +51,9 @@ def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lan
             to_apply[item.site_id].append(item)
         else:
             untouchable[item.site_id][item.type].append(item.slug)
-    sites = grouped_by_server([site for site in plan.sites if site.id in to_apply],
-                              lambda site: server_key(site.id, site.ip))  # a server's sites share a lane
+    fixing = {site_id for site_id, items in to_apply.items() if any(fixes_a_vulnerability(item) for item in items)}
+    with_work = sorted((site for site in plan.sites if site.id in to_apply), key=lambda site: site.id not in fixing)
+    sites = grouped_by_server(with_work, lambda site: server_key(site.id, site.ip))  # a server's sites share a lane
     parts = chunked(sites, lane_size)
     lanes = []
     for number, part in enumerate(parts, start=1):
@@ -58,6 +64,10 @@ def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lan
         lanes.append(Lane(label=f"{number}-of-{len(parts)}", sites=part,
                           items=[item for site in part for item in to_apply[site.id]], untouchable=dict(kept)))
     return lanes
+
+
+def fixes_a_vulnerability(item: PlanItem) -> bool:
+    return item.security is not None and item.security.security is Security.fixes
 
 
 def without_sites(lane: Lane, site_ids: set[int]) -> tuple[Lane, list[PlanItem]]:

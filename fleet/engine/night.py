@@ -86,6 +86,7 @@ class NightRequest(BaseModel):
     report_dir: str = ""
     run_checks: bool = True
     at: datetime | None = None
+    fixes_only: bool = False  # a security run between nights: only the fixes at or above the policy's threshold
 
     def moment(self, now: datetime) -> datetime:
         """The moment the night plans for: now, or `at` for a dry run (rehearsing windows and blackouts)."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from fleet.model.release import UpdateKey
 from fleet.model.summary import Outcome, Record, Selection, UpdateType
 from fleet.model.vulnerability import ItemSecurity
-from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule
+from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule, SecurityLane
 from fleet.rules.vulnerabilities import urgent_fix
 from fleet.rules.windows import Deferral
 
@@ -318,6 +318,12 @@ def build_plan(
         item.security = security.get((item.site_id, item.type.value, item.slug))
     return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
                 sites=sites, items=items)
+
+
+def fixes_only(plan: Plan, lane: SecurityLane) -> Plan:
+    """A security run's plan (between nights): only the updates that fix a vulnerability at or above the policy's
+    threshold, whatever their decision; every other item is left to the next night, out of this run's plan."""
+    return plan.model_copy(update={"items": [item for item in plan.items if urgent_fix(item.security, lane)]})
 
 
 def _ignored(update: DetectedUpdate, entry: IgnoreEntry) -> PlanItem:

@@ -35,6 +35,18 @@ def test_demo_writes_summary_reports_and_messages(tmp_path: Path) -> None:
     assert [night.gateway_timeouts for night in (first, second)] == [0, 0]  # on the emulator's clock alone
     probed = [site.check for site in summary.sites if site.updated]
     assert probed and all(check is not None and check.probe_ok is not None for check in probed)
+    feed = summary.vulnerability_feed  # the emulator's feed about its own fleet: the security lane shows
+    assert feed is not None and feed.problem is None and feed.records > 0
+    fixed = [item for item in summary.items if item.outcome is Outcome.updated and item.security is not None
+             and item.security.fixes]
+    assert fixed and summary.exposure
+    operator_text = next(path for path in result.files if path.name == "operator.txt").read_text()
+    assert "Known vulnerabilities" in operator_text and fixed[0].security.fixes[0].cve in operator_text
+    exposed_clients = {exposed.client for exposed in summary.exposure if exposed.client}
+    client_texts = [path.read_text() for path in result.files if path.name.startswith("client-")
+                    and path.suffix == ".txt"]
+    assert exposed_clients and any(exposed.vulnerabilities[0].cve in text for exposed in summary.exposure
+                                   for text in client_texts), "a client report shows what stays exposed"
 
 
     assert second.run_dir != first.run_dir and second.summary.run_id != summary.run_id

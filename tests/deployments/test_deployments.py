@@ -4,6 +4,7 @@ of `update_fleet` through `run_deployment`, executed by a runner against an emul
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -23,7 +24,7 @@ TRUTH_TYPE = {UpdateType.core: "wp"}
 TRUTH_KEY = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
 
 FLOWS = {"nightly": "nightly-maintenance", "update_fleet": "update-fleet", "sync_fleet": "sync-fleet",
-         "check_fleet": "check-fleet", "report": "report"}
+         "check_fleet": "check-fleet", "report": "report", "security": "security-patch"}
 
 
 def test_schedule_settings_reject_bad_zone_and_cron() -> None:
@@ -46,6 +47,25 @@ async def test_deployments_register_with_schedule_and_limits() -> None:
             deployment = await client.read_deployment_by_name(f"{flow_name}/{name}")
             assert deployment.description, name
             assert deployment.enforce_parameter_schema
+
+
+async def test_the_security_deployment_runs_between_nights_on_its_own_schedule_or_not_at_all() -> None:
+    hourly = next(d for d in await build_deployments(ScheduleSettings()) if d.name == "security")
+    assert hourly.schedules[0].schedule.interval == timedelta(hours=1)
+    assert hourly.concurrency_limit == 1
+    settings = ScheduleSettings(security_cron="15 8-18 * * 1-5", schedule_timezone="Europe/Berlin")
+    security = next(d for d in await build_deployments(settings) if d.name == "security")
+    await security.aapply()
+    async with get_client() as client:
+        served = await client.read_deployment_by_name("security-patch/security")
+    schedule = served.schedules[0].schedule
+    assert (schedule.cron, schedule.timezone) == ("15 8-18 * * 1-5", "Europe/Berlin")
+    assert settings.described("security") == "cron '15 8-18 * * 1-5' in Europe/Berlin"
+    assert "security" not in {d.name for d in await build_deployments(ScheduleSettings(security_runs=False))}
+    with pytest.raises(ValueError, match="five fields"):
+        ScheduleSettings(security_cron="hourly")
+    with pytest.raises(ValueError, match="greater than or equal to 30"):
+        ScheduleSettings(security_interval_seconds=5)
 
 
 async def _schema(name: str) -> dict:

@@ -7,6 +7,7 @@ scheduled run ever appeared while `fleet serve` said it was polling for them: th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -157,7 +158,7 @@ def test_stopping_fleet_serve_while_a_run_is_submitted_pauses_every_schedule_and
             stop, printed = stop_once(server, dashboard_settings, tmp_path, number, at_submission=True, delay=0,
                                       signum=signum)
             assert stop.was_serving and stop.clean, (stop, printed[-3000:])
-            assert stop.paused == 5 and "stopped: 5 deployment(s) paused until fleet serve runs again" in printed
+            assert stop.paused == 6 and "stopped: 6 deployment(s) paused until fleet serve runs again" in printed
             assert "Traceback" not in printed, printed[-3000:]
 
 
@@ -186,3 +187,45 @@ def test_a_failed_night_is_one_line_in_fleet_serves_output_and_its_traceback_sta
     assert "failed: TransportError: GET /wp-json/mainwp/v2/clients: ConnectError" in line, line
     assert "no report was written; the traceback is in the flow run's logs" in line, line
     assert any("Traceback" in entry["message"] for entry in logs), [entry["message"] for entry in logs][-5:]
+
+
+def test_a_vulnerability_published_between_nights_is_patched_by_fleet_serves_security_deployment(
+    tmp_path: Path
+) -> None:
+    """The night is far off (cron once a year); the security deployment looks every 30 s: a fix published in the
+    feed is installed on the site offered it, by a flow run of `security-patch/security` that `fleet serve` ran,
+    and nothing but fixes is applied (the routine updates wait: `min_age_days`)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("min_age_days: 30\n")
+    with EmulatorServer(EmulatorConfig(sites=3, seed=7, time_scale=0.001)) as emulator, \
+            LocalPrefectServer(tmp_path / "prefect", SHORT_LOOP) as server:
+        credentials, token = emulator.credentials, {"X-Emulator-Token": emulator.credentials["admin_token"]}
+
+        def truth() -> dict:
+            return httpx.get(f"{emulator.root_url}/__emulator__/state", headers=token, timeout=30).json()
+
+        site = next(site for site in truth()["sites"].values() if site["status"] == "connected"
+                    and sum(u["type"] == "plugin" for u in site["pending_updates"]) >= 2)
+        target = next(u for u in site["pending_updates"] if u["type"] == "plugin")
+        httpx.post(f"{emulator.root_url}/__emulator__/vulnerabilities/publish", headers=token, timeout=30, json={
+            "type": "plugin", "slug": target["slug"], "to_version": target["current_version"],
+            "patched": [target["new_version"]]}).raise_for_status()
+        settings = {"FLEET_SCHEDULE_CRON": "0 3 1 1 *", "FLEET_SECURITY_INTERVAL_SECONDS": "30",
+                    "FLEET_VULN_FEED": credentials["vulnerability_feed"], "FLEET_VULN_FEED_KEY": token[
+                        "X-Emulator-Token"], "FLEET_POLICY_FILE": str(policy), "FLEET_REPORT_DIR": str(tmp_path / "r"),
+                    "FLEET_STATE_DB": str(tmp_path / "state.sqlite"), "FLEET_SMTP_HOST": ""}
+        with fleet_serve(server, tmp_path, dashboard_environment(credentials), **settings) as printed:
+            assert wait_for(lambda: "security-patch/security: next runs" in printed()), printed()[-3000:]
+
+            def patched() -> list[dict]:
+                items = [item for path in (tmp_path / "r").glob("*/summary.json")
+                         for item in json.loads(path.read_text())["items"]]
+                return items if any(item["slug"] == target["slug"] and item["outcome"] == "updated"
+                                    for item in items) else []
+
+            items = wait_for(patched, timeout=240)
+            assert items, printed()[-3000:]
+        assert truth()["sites"][str(site["id"])]["plugins"][target["slug"]]["version"] == target["new_version"]
+        assert {item["security"]["security"] for item in items} == {"fixes"}
+        left = {(u["type"], u["slug"]) for u in truth()["sites"][str(site["id"])]["pending_updates"]}
+        assert left, "the routine updates wait for the night"

@@ -1,0 +1,110 @@
+"""Between nights, a vulnerability published in the feed is patched at once, over HTTP against the emulator: the
+security run applies the fixes at or above the policy's threshold on the sites offered one, and nothing else; a
+dry run writes nothing; with no fix offered it does nothing; a running night keeps it out."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import yaml
+
+from fleet.model.summary import Outcome, UpdateType
+from fleet.model.vulnerability import Security
+from fleet.rules.breakage import SitesBrokenByRun
+from flows.security import patch_vulnerabilities
+from flows.update import update_fleet
+from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
+from tests.pipeline.conftest import installed, read_run
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def truth_of(board, credentials) -> dict:
+    return httpx.get(f"{board.server.root_url}/__emulator__/state",
+                     headers={"X-Emulator-Token": credentials["admin_token"]}).json()
+
+
+async def test_a_vulnerability_published_after_a_night_is_patched_before_the_next(dashboard, monkeypatch, tmp_path):
+    board = dashboard(sites=16, seed=5)
+    credentials = board.server.credentials
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    monkeypatch.setenv("FLEET_VULN_REFRESH", "0")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"min_age_days": 30}))  # routine updates wait: they stay pending
+    night, _ = read_run(await update_fleet(policy_file=str(policy)))
+    settled = await patch_vulnerabilities(policy_file=str(policy), send_report=False)  # what the night could not
+    if settled:  # (a site whose sync fails: tried again, never reported patched)
+        assert not any(item.outcome is Outcome.updated for item in read_run(settled)[0].items)
+
+    routine = [item for item in night.items if item.type is UpdateType.plugin and item.outcome is Outcome.delayed
+               and item.security is not None and item.security.security is Security.routine]
+    target = routine[0]
+    offered = [item for item in routine if item.slug == target.slug and item.from_version == target.from_version
+               and item.to_version == target.to_version]
+    others = [item for item in routine if item.slug != target.slug]
+    assert others
+    response = httpx.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish",
+                          headers={"X-Emulator-Token": credentials["admin_token"]},
+                          json={"type": "plugin", "slug": target.slug, "to_version": target.from_version,
+                                "patched": [target.to_version]})
+    response.raise_for_status()
+    cve = response.json()["cve"]
+
+    rehearsal, _ = read_run(await patch_vulnerabilities(policy_file=str(policy), dry_run=True, send_report=False))
+    truth = truth_of(board, credentials)
+    assert all(installed(truth, item.site_id, item.type, item.slug) == item.from_version for item in offered)
+
+    summary_path = await patch_vulnerabilities(policy_file=str(policy), send_report=False)
+    summary, plan = read_run(summary_path)
+    patched = {(item.site_id, item.slug) for item in summary.items if item.outcome is Outcome.updated}
+    assert patched == {(item.site_id, item.slug) for item in offered}
+    assert patched <= {(item.site_id, item.slug) for item in rehearsal.items}  # the rehearsal planned them
+    assert all(item.security.security is Security.fixes for item in summary.items)  # fixes only
+    assert {item.site_id for item in offered} <= {site.id for site in plan.sites}
+    assert {item.site_id for item in others} - {site.id for site in plan.sites}  # not the whole fleet
+    assert {item.security.fixes[0].cve for item in summary.items if item.slug == target.slug} == {cve}
+    truth = truth_of(board, credentials)
+    for item in offered:
+        assert installed(truth, item.site_id, item.type, item.slug) == item.to_version
+    for item in others:  # routine updates still wait for their night
+        assert installed(truth, item.site_id, item.type, item.slug) == item.from_version
+    assert summary.exposure_stats is not None and summary.exposure_stats.patched >= len(offered)
+    again = await patch_vulnerabilities(policy_file=str(policy), send_report=False)  # nothing left to patch
+    assert not again or not any(item.outcome is Outcome.updated for item in read_run(again)[0].items)
+
+
+async def test_a_running_night_keeps_the_security_run_out(dashboard, monkeypatch):
+    board = dashboard(sites=4, seed=5)
+    credentials = board.server.credentials
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    before = truth_of(board, credentials)["sites"]
+    async with night_lock(ENVIRONMENT_DASHBOARD):
+        assert await patch_vulnerabilities(send_report=False, lock_wait_seconds=1) == ""
+    assert truth_of(board, credentials)["sites"] == before
+    assert await patch_vulnerabilities(send_report=False, dry_run=True)  # the lock free: the seed offers fixes
+
+
+async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fail_a_night(dashboard, monkeypatch):
+    board = dashboard(sites=6, seed=3)
+    credentials = board.server.credentials
+    token = {"X-Emulator-Token": credentials["admin_token"]}
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    monkeypatch.setenv("FLEET_SMTP_HOST", "")
+    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    site = next(site for site in truth_of(board, credentials)["sites"].values() if site["status"] == "connected"
+                and any(update["type"] == "plugin" for update in site["pending_updates"]))
+    target = next(update for update in site["pending_updates"] if update["type"] == "plugin")
+    httpx.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
+        "slug": target["slug"], "to_version": target["current_version"], "patched": [target["new_version"]]},
+    ).raise_for_status()
+    httpx.post(f"{board.server.root_url}/__emulator__/faults/items", headers=token, json={
+        "site_id": site["id"], "type": "plugin", "slug": target["slug"], "mode": "break"}).raise_for_status()
+    with pytest.raises(SitesBrokenByRun) as ended:
+        await patch_vulnerabilities()
+    summary, _ = read_run(ended.value.summary_path)
+    fixed = [item for item in summary.items if item.site_id == site["id"] and item.slug == target["slug"]]
+    assert fixed and fixed[0].security.security is Security.fixes
+    assert "broke" in str(ended.value), str(ended.value)
