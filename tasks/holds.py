@@ -1,4 +1,5 @@
-"""Step after the summary: remember the versions the night found bad, so that the next night holds them."""
+"""Step after the summary: remember the versions the night found bad, so that the next night holds them, and
+release the suspects tried tonight on one site alone (their canary) that stayed healthy."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ async def remember_bad_versions(summary: Summary, failures_to_hold: int, setting
     store = HoldStore(settings.state_path)
     if summary.dry_run:
         return store.active()
-    return store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
+    store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
+    store.settle_canaries(summary)
+    return store.active()
 
 
 remember_bad_versions_task = task(remember_bad_versions, name="remember-bad-versions", **STEP_OPTIONS)

@@ -39,7 +39,8 @@ def _store(state_db: Path | None) -> HoldStore:
 @app.command("list")
 def list_holds(state_db: StateDb = None) -> None:
     """Every active hold, a few lines each (readable at 80 columns): the item and version whole, as `fleet holds
-    release` takes them, its name, since when, the site it broke or failed on, and why (cut after two lines)."""
+    release` takes them, its name, why it holds (culprit, suspect, failures) and since when, the site it broke or
+    failed on, what was seen (cut after two lines), and when it would end."""
     store = _store(state_db)
     if not store.path.is_file():  # never create an empty memory just by looking
         typer.echo(f"no version is held: no state database at {store.path} yet (FLEET_HOME or FLEET_STATE_DB)")
@@ -51,8 +52,11 @@ def list_holds(state_db: StateDb = None) -> None:
     today = datetime.now(UTC).date()
     for hold in holds:
         typer.echo(f"{hold.item}@{hold.version}")
-        about = f"{hold.name or hold.slug} · held since {hold.since.isoformat()} ({hold.age_days(today)} d)"
-        for label, text in (("", about), ("site", hold.site or ""), ("why", " ".join(hold.reason.split()))):
+        about = (f"{hold.name or hold.slug} · held as a {hold.kind.value} since {hold.since.isoformat()} "
+                 f"({hold.age_days(today)} d)")
+        ends = hold.ends or "ends once a night has weighed it (see docs/pipeline.md); or fleet holds release it"
+        for label, text in (("", about), ("site", hold.site or ""), ("why", " ".join(hold.reason.split())),
+                            ("until", ends)):
             if text:
                 typer.echo("\n".join(textwrap.wrap(f"{label}: {text}" if label else text, WIDTH, max_lines=2,
                                                    initial_indent="    ", subsequent_indent="      ",
