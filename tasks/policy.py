@@ -45,7 +45,7 @@ async def apply_policy(
     if not dry_run:  # a dry run neither ends holds nor counts their days
         store.weigh(evidence)
     holds = store.active()
-    canaries = pick_canaries(plan.items, holds, evidence.known_breaks)
+    canaries = pick_canaries(plan.items, holds, evidence.cleared)
     if not dry_run:
         store.start_canaries(canaries, run_id)
     plan.items = hold_remembered(hold_rolled_back(plan.items, pending), holds, canaries)
@@ -62,13 +62,15 @@ def night_evidence(plan: Plan, sites: list[SiteRecord], selection: Selection, op
             if suspect.to_version:
                 named.setdefault((suspect.type, suspect.slug, suspect.to_version), []).append(incident.id)
     with_culprit = [incident for incident in every_incident if incident.culprit and incident.culprit.to_version]
+    cleared = {(s.type, s.slug, s.to_version or "") for incident in with_culprit for s in incident.suspects
+               if s.to_version and (s.type, s.slug) != (incident.culprit.type, incident.culprit.slug)}
     return Evidence(
         offered=frozenset((item.type, item.slug, item.to_version or "") for item in plan.items),
         whole_fleet=selection.covers_every_site and all(
             site.status is SiteStatus.online and site.deferral is None for site in sites),
         named={key: sorted(set(ids)) for key, ids in named.items()},
         culprits=frozenset((i.culprit.type, i.culprit.slug, i.culprit.to_version or "") for i in with_culprit),
-        known_breaks=frozenset(incident.site_url for incident in with_culprit),
+        cleared=frozenset(cleared),
         quiet_days_needed=policy.hold_quiet_days, today=created_at.date())
 
 

@@ -68,7 +68,7 @@ class Evidence:
     whole_fleet: bool  # every site of the dashboard listed: no selection, none deferred, no failed sync
     named: dict[VersionKey, list[int]]  # version -> the open incidents that name it (culprit or suspect)
     culprits: frozenset[VersionKey]  # versions an incident knows as a break's culprit
-    known_breaks: frozenset[str]  # sites (their URLs) whose break's culprit is known
+    cleared: frozenset[VersionKey]  # the other suspects of those breaks: innocent there, to be tried alone
     quiet_days_needed: int
     today: date
 
@@ -263,11 +263,11 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     return list(found.values())
 
 
-def pick_canaries(items: list[PlanItem], holds: list[NightHold], known_breaks: frozenset[str]) -> list[Canary]:
-    """For each suspect whose break's culprit is now known (held as a culprit, or named by its incident), the one
-    site that tries it tonight alone: the first (by site id) the plan would apply it to."""
-    culprit_sites = {hold.site for hold in holds if hold.kind is HoldKind.culprit} | known_breaks
-    ready = {key_of(hold) for hold in holds if hold.kind is HoldKind.suspect and hold.site in culprit_sites}
+def pick_canaries(items: list[PlanItem], holds: list[NightHold], cleared: frozenset[VersionKey]) -> list[Canary]:
+    """For each suspect whose break's culprit is now known (its incident names another version as the culprit),
+    the one site that tries it tonight alone: the first (by site id) the plan would apply it to that gets no other
+    canary."""
+    ready = {key_of(hold) for hold in holds if hold.kind is HoldKind.suspect and key_of(hold) in cleared}
     chosen: dict[VersionKey, Canary] = {}
     busy: set[int] = set()  # one canary per site, so that a break names its version
     for item in sorted(items, key=lambda item: item.site_id):

@@ -8,7 +8,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from fleet.model.summary import HoldKind, NightHold, UpdateType
-from fleet.state.holds import Evidence, HoldStore, pick_canaries
+from fleet.rules.plan import Decision, PlanItem
+from fleet.state.holds import Evidence, HoldStore, hold_remembered, pick_canaries
 
 DAY = date(2026, 11, 2)
 KEY = (UpdateType.plugin, "lab-canary/lab-canary.php", "1.3")
@@ -24,7 +25,7 @@ def store_with(tmp_path: Path, kind: HoldKind = HoldKind.culprit, site: str = "h
 def evidence(day: int, *, offered: bool = False, whole_fleet: bool = True, named: bool = False,
              needed: int = 3) -> Evidence:
     return Evidence(offered=frozenset({KEY} if offered else ()), whole_fleet=whole_fleet,
-                    named={KEY: [1]} if named else {}, culprits=frozenset(), known_breaks=frozenset(),
+                    named={KEY: [1]} if named else {}, culprits=frozenset(), cleared=frozenset(),
                     quiet_days_needed=needed, today=DAY + timedelta(days=day))
 
 
@@ -55,10 +56,19 @@ def test_an_offer_anywhere_starts_the_days_over_and_an_open_incident_keeps_it(tm
 def test_a_suspect_is_tried_on_one_site_once_its_breaks_culprit_is_known(tmp_path):
     store = store_with(tmp_path, HoldKind.suspect)
     [hold] = store.active()
-    assert pick_canaries([], [hold], frozenset()) == []
+    assert pick_canaries([item(1), item(2)], [hold], frozenset()) == []  # its break's culprit is not known
+    [canary] = pick_canaries([item(3), item(2)], [hold], frozenset({KEY}))  # now it is, and not this one
+    assert canary.site_id == 2
+    [tried, spared] = hold_remembered([item(2), item(3)], [hold], [canary])
+    assert (tried.decision, spared.decision) == (Decision.apply, Decision.held)
     store.weigh(Evidence(offered=frozenset({KEY}), whole_fleet=True, named={}, culprits=frozenset({KEY}),
-                         known_breaks=frozenset(), quiet_days_needed=30, today=DAY))
-    assert store.active()[0].kind is HoldKind.culprit  # an incident learned it was the culprit
+                         cleared=frozenset(), quiet_days_needed=30, today=DAY))
+    assert store.active()[0].kind is HoldKind.culprit  # an incident learned it was the culprit after all
+
+
+def item(site_id: int) -> PlanItem:
+    return PlanItem(site_id=site_id, type=KEY[0], slug=KEY[1], name="Lab Canary", from_version="1.2",
+                    to_version=KEY[2], decision=Decision.apply)
 
 
 def test_an_older_state_database_gains_the_new_columns(tmp_path):
