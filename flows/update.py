@@ -327,7 +327,8 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
             window_days.record(night.run_id)
             summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=policy,
                                     dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
-            summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings)
+            summary.holds = await remember_bad_versions_task(quote(summary), policy.hold_after_failures, settings,
+                                                               quiet_days=policy.hold_quiet_days)
             summary.incidents = await review_incidents_task(client, quote(summary), quote(sites), settings,
                                                             quote(night.sizer), look=request.run_checks)
         except BaseException:

@@ -11,12 +11,13 @@ from fleet.state.holds import HoldStore, bad_versions
 from tasks.retries import STEP_OPTIONS
 
 
-async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
+async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings,
+                                quiet_days: int = 30) -> list[NightHold]:
     """Record this night's bad versions (a dry run records none); returns every hold now active."""
     store = HoldStore(settings.state_path)
     if summary.dry_run:
         return store.active()
-    store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()))
+    store.remember(bad_versions(summary, failures_to_hold, summary.started_at.date()), quiet_days)
     store.settle_canaries(summary)
     return store.active()
 

@@ -99,9 +99,10 @@ class HoldStore:
     def active(self) -> list[NightHold]:
         return [_hold(row) for row in self._run([], _ACTIVE)]
 
-    def remember(self, holds: list[NightHold]) -> list[NightHold]:
+    def remember(self, holds: list[NightHold], quiet_days_needed: int = 30) -> list[NightHold]:
         """Hold each version (again, if it had been released); an active hold keeps its first reason, unless it
-        was a suspect and is now a culprit. A version found bad again starts its quiet days over."""
+        was a suspect and is now a culprit. A version found bad again starts its quiet days over. Each says when
+        it would end until the next night weighs it."""
         active = {key_of(hold): hold for hold in self.active()}
         fresh, upgraded, renewed = [], [], []
         for hold in holds:
@@ -112,14 +113,18 @@ class HoldStore:
                 upgraded.append(hold)
             else:
                 renewed.append(hold)
+        def ends(hold: NightHold) -> str:
+            return (f"ends once no open incident names it and whole-fleet nights see it offered nowhere on "
+                    f"{quiet_days_needed} day(s); or at once with: fleet holds release {hold.item}@{hold.version}")
+
         self._run([
-            ("INSERT INTO night_holds (type, slug, version, name, reason, site, since, kind, last_offered) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (type, slug, version) DO UPDATE SET "
+            ("INSERT INTO night_holds (type, slug, version, name, reason, site, since, kind, last_offered, ends) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (type, slug, version) DO UPDATE SET "
              "name = excluded.name, reason = excluded.reason, site = excluded.site, since = excluded.since, "
-             "kind = excluded.kind, last_offered = excluded.last_offered, released = NULL, quiet_days = 0, "
-             "quiet_day = NULL, canary_run = NULL, canary_site = NULL",
+             "kind = excluded.kind, last_offered = excluded.last_offered, ends = excluded.ends, released = NULL, "
+             "quiet_days = 0, quiet_day = NULL, canary_run = NULL, canary_site = NULL",
              [(h.type.value, h.slug, h.version, h.name, h.reason, h.site, h.since.isoformat(), h.kind.value,
-               h.since.isoformat()) for h in fresh]),
+               h.since.isoformat(), ends(h)) for h in fresh]),
             ("UPDATE night_holds SET kind = ?, reason = ?, site = ?, quiet_days = 0, quiet_day = NULL, "
              "canary_run = NULL WHERE type = ? AND slug = ? AND version = ?",
              [(h.kind.value, h.reason, h.site, h.type.value, h.slug, h.version) for h in upgraded]),
