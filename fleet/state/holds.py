@@ -185,15 +185,16 @@ class HoldStore:
 
     def settle_canaries(self, summary: Summary) -> list[NightHold]:
         """The suspects tried tonight on one site alone: released when that site got the version and stayed healthy
-        (not broken, its check not failed); one the site did not get is tried again another night. Returns the
-        released holds."""
+        (not broken, its check after the night passed); otherwise tried again another night. Returns the released
+        holds."""
         rows = [row[1:] for row in self._run([], "SELECT canary_run, type, slug, version, canary_site FROM "
                                                  "night_holds WHERE released IS NULL AND canary_run IS NOT NULL")
                 if row[0] == summary.run_id]
         if not rows:
             return []
         broken = {alarm.site_id for alarm in summary.broken}
-        failing = {site.site_id for site in summary.sites if site.check is not None and not site.check.healthy}
+        passed = {site.site_id for site in summary.sites if site.check is not None and site.check.healthy
+                  and not site.check.unverified}  # a night without checks (update-fleet) proves nothing
         got = {(item.site_id, item.type, item.slug, item.to_version) for item in summary.items
                if item.outcome is Outcome.updated}
         active = {key_of(hold): hold for hold in self.active()}
@@ -203,7 +204,7 @@ class HoldStore:
             hold = active.get(key)
             if hold is None or hold.kind is not HoldKind.suspect:
                 continue  # found bad again tonight: a culprit now
-            if (site_id, *key) in got and site_id not in broken and site_id not in failing:
+            if (site_id, *key) in got and site_id not in broken and site_id in passed:
                 healthy.append((hold, site_id))
             else:
                 retry.append(key)
