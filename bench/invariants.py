@@ -54,6 +54,9 @@ def main() -> None:
     rows = [("sequences", stats["sequences"]), ("nights checked", stats["nights"]),
             ("nights per sequence", f"{nights_per_sequence:.1f}"),
             (f"sequences of >= {args.nights} nights", sum(1 for s in machine.SEQUENCES if nights_in(s) >= args.nights)),
+            ("releases that broke a site", stats["breaking releases"]),
+            ("items withheld by a hold", stats["items withheld"]),
+            ("sites down at a night's end", stats["sites down"]),
             ("violations", len(machine.VIOLATIONS)), ("wall seconds", f"{seconds:.0f}")]
     print(f"{'invariants over generated nights':<32} {'':>10}")
     for label, value in rows:
@@ -64,7 +67,8 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "machine": platform.platform(), "python": platform.python_version(),
-        "steps": args.steps, "least_nights": args.nights, "sequences": stats["sequences"], "nights": stats["nights"],
+        "steps": args.steps, "least_nights": args.nights, "sequences": stats["sequences"],
+        "nights": stats["nights"], "covered": stats,
         "violations": machine.VIOLATIONS, "wall_seconds": round(seconds, 1),
         "all_sequences": machine.SEQUENCES}, indent=1))
     print(f"written: {args.out}")

@@ -36,7 +36,9 @@ from fleet.state.incidents import IncidentStore
 KINDS = ("good", "break", "load")  # a front-end fatal; fatal at load (fatal only when switched on, if off)
 FAULT = {"good": None, "break": "break", "load": "load"}
 HELD_WITHOUT_EVIDENCE = 3  # nights a never-bad release may be withheld with no open incident naming it
-STATS: dict[str, int] = {"sequences": 0, "nights": 0}  # what the checks covered (read by bench/invariants.py)
+# what the checks covered (read by bench/invariants.py): sequences, nights, releases that broke a site, items the
+# nights' holds withheld, sites down at a night's end
+STATS: dict[str, int] = {"sequences": 0, "nights": 0, "breaking releases": 0, "items withheld": 0, "sites down": 0}
 VIOLATIONS: list[dict[str, Any]] = []  # each with its sequence: the steps that led to it
 SEQUENCES: list[list[str]] = []  # every sequence run, as its steps
 RAISE = True  # CI fails at the first violation (Hypothesis shrinks and prints it); the bench counts them all
@@ -251,6 +253,7 @@ class NightsMachine(RuleBasedStateMachine):
                 release.broke.add(site)
                 if release.first_broke is None:
                     release.first_broke = self.night_number
+                    STATS["breaking releases"] += 1
         return problems
 
     def incidents_true(self, after: dict) -> list[str]:
@@ -263,6 +266,7 @@ class NightsMachine(RuleBasedStateMachine):
             plugin = state["plugins"].get(self.slug) or {}
             incident = incidents.get(site)
             if state["front_end"]["status"] != "up" and state["reachable"]:
+                STATS["sites down"] += 1
                 if incident is None:
                     problems.append(f"site {site} is {state['front_end']['status']} with no open incident")
                     continue
@@ -290,8 +294,9 @@ class NightsMachine(RuleBasedStateMachine):
             return []
         named = {s.to_version for i in self.incidents.open_incidents() for s in [*i.suspects, *filter(None, [
             i.culprit])] if s.slug == self.slug}
-        withheld = {item.to_version for item in summary.items
-                    if item.slug == self.slug and item.outcome is Outcome.held and item.rule == "night_hold"}
+        withheld_items = [item for item in summary.items if item.outcome is Outcome.held and item.rule == "night_hold"]
+        STATS["items withheld"] += len(withheld_items)
+        withheld = {item.to_version for item in withheld_items if item.slug == self.slug}
         problems = []
         for version, release in self.releases.items():
             if release.kind != "good" or version not in withheld or version in named:
