@@ -32,6 +32,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="most rules per sequence (after its first night)")
     parser.add_argument("--nights", type=int, default=6, help="least nights per sequence (whole-fleet nights end "
                                                                "a shorter one)")
+    parser.add_argument("--minutes", type=float, default=0, help="stop starting sequences after this long (0: none); "
+                                                                  "what ran is reported")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "invariants.json")
     args = parser.parse_args()
 
@@ -43,11 +45,15 @@ def main() -> None:
 
     machine.RAISE = False  # count every violation; none stops the run
     machine.NightsMachine.min_nights = args.nights
-    started = time.perf_counter()
     with prefect_test_harness(server_startup_timeout=120):
-        run_state_machine_as_test(machine.NightsMachine, settings=settings(
-            max_examples=args.sequences, stateful_step_count=args.steps, deadline=None, database=None,
-            phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+        started = time.perf_counter()  # the Prefect test server is up: the sequences' time starts
+        machine.NightsMachine.stop_at = started + args.minutes * 60 if args.minutes else None
+        try:
+            run_state_machine_as_test(machine.NightsMachine, settings=settings(
+                max_examples=args.sequences, stateful_step_count=args.steps, deadline=None, database=None,
+                phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+        except machine.OutOfTime:
+            print(f"stopped after {args.minutes} minutes", flush=True)
     seconds = time.perf_counter() - started
     stats = machine.STATS
     nights_per_sequence = stats["nights"] / max(1, stats["sequences"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,13 +54,20 @@ class Release:
     released_by_operator: bool = False  # the operator's word overrides the nights' memory
 
 
+class OutOfTime(Exception):  # noqa: N818 - it names what happened
+    """The bench's time is up: no new sequence starts."""
+
+
 class NightsMachine(RuleBasedStateMachine):
     """One dashboard over nights; every rule that runs a night checks the promise after it. A sequence shorter
     than `min_nights` nights ends with whole-fleet nights until it has them (the bench asks for 6)."""
 
     min_nights = 0
+    stop_at: float | None = None  # the bench's deadline (time.perf_counter()), after which no sequence starts
 
     def __init__(self) -> None:
+        if self.stop_at is not None and time.perf_counter() > self.stop_at:
+            raise OutOfTime
         super().__init__()
         self.home = Path(tempfile.mkdtemp(prefix="fleet-invariants-"))
         self.server = EmulatorServer(EmulatorConfig(sites=6, seed=11, time_scale=0.001)).start()
