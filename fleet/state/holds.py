@@ -113,6 +113,7 @@ class HoldStore:
                 upgraded.append(hold)
             else:
                 renewed.append(hold)
+
         def ends(hold: NightHold) -> str:
             return (f"ends once no open incident names it and whole-fleet nights see it offered nowhere on "
                     f"{quiet_days_needed} day(s); or at once with: fleet holds release {hold.item}@{hold.version}")
@@ -154,8 +155,8 @@ class HoldStore:
         saw it offered nowhere counts its day (once per day however many such nights ran), an incident's culprit
         makes a suspect a culprit. The holds whose evidence has gone end; returns them. Each remaining hold says
         when it would end."""
-        counted = dict(((t, s, v), day) for t, s, v, day in self._run(
-            [], "SELECT type, slug, version, quiet_day FROM night_holds WHERE released IS NULL"))
+        counted = {(t, s, v): day for t, s, v, day in self._run(  # the last day each one counted
+            [], "SELECT type, slug, version, quiet_day FROM night_holds WHERE released IS NULL")}
         today = evidence.today.isoformat()
         ended, rows = [], []
         for hold in self.active():
