@@ -52,7 +52,9 @@ def main() -> None:
             run_state_machine_as_test(machine.NightsMachine, settings=settings(
                 max_examples=args.sequences, stateful_step_count=args.steps, deadline=None, database=None,
                 phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
-        except machine.OutOfTime:
+        except Exception:
+            if not machine.NightsMachine.timed_out:
+                raise
             print(f"stopped after {args.minutes} minutes", flush=True)
     seconds = time.perf_counter() - started
     stats = machine.STATS

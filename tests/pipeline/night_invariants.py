@@ -64,9 +64,11 @@ class NightsMachine(RuleBasedStateMachine):
 
     min_nights = 0
     stop_at: float | None = None  # the bench's deadline (time.perf_counter()), after which no sequence starts
+    timed_out = False
 
     def __init__(self) -> None:
         if self.stop_at is not None and time.perf_counter() > self.stop_at:
+            NightsMachine.timed_out = True  # Hypothesis may report it as its own error (a shorter draw)
             raise OutOfTime
         super().__init__()
         self.home = Path(tempfile.mkdtemp(prefix="fleet-invariants-"))
