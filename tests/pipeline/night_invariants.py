@@ -142,6 +142,18 @@ class NightsMachine(RuleBasedStateMachine):
             self.post("offers", {"site_id": site, "type": "plugin", "slug": self.slug, "version": version})
             self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug, "mode": FAULT[kind]})
 
+    @precondition(lambda self: bool(self.releases))
+    @rule(pick=st.integers(0, 20), which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
+    def offer_later(self, pick: int, which: set[int]) -> None:
+        """An earlier release reaches more sites nights later (their own update clocks, a window, a failed sync)."""
+        version = sorted(self.releases)[pick % len(self.releases)]
+        self.step(f"offer_later({pick}, {sorted(which)!r})  # {version}")
+        for index in sorted(which):
+            site = self.sites[index % len(self.sites)]
+            self.post("offers", {"site_id": site, "type": "plugin", "slug": self.slug, "version": version})
+            self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug,
+                                       "mode": FAULT[self.releases[version].kind]})
+
     @rule(which=st.sampled_from(["whole", "selection", "dry"]), pick=st.integers(0, 5))
     def a_night(self, which: str, pick: int) -> None:
         self.step(f"a_night({which!r}, {pick})")
