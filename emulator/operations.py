@@ -297,6 +297,12 @@ class SiteOperations:
         await self.capacity.work("plugin_action", site_id=site.id)
         changed = [site.plugins[slug] for slug in slugs if slug in site.plugins]
         for item in changed:
+            if active and not item.active and site.fatal_by == f"plugin:{item.slug}":
+                # WordPress switches a plugin on by loading it first (`activate_plugin`'s sandbox): a release fatal at
+                # load dies there, before the option is written. The plugin stays off and the pages stay up, and the
+                # child's answer is the fatal's output, no <mainwp> reply: fetch_url throws NOMAINWP.
+                self.state.save_site(site)
+                raise SiteUnavailable(site, CHILD_NOT_DETECTED, "NOMAINWP")
             item.active = active
         self.state.save_site(site)
         return changed

@@ -163,7 +163,8 @@ async def run_lane(
         jobs = await wait_for_update_jobs(client, type_calls, settings)
         result.jobs += jobs
         if lane.switch_on and type_ is UpdateType.plugin:  # the way back: the fixed releases go live, then probed
-            await switch_on_fixed_releases_task(client, quote(step.sent), quote(type_calls), quote(jobs))
+            await switch_on_fixed_releases_task(client, quote(step.sent), quote(type_calls), quote(jobs),
+                                                 quote(night.breaks), quote(lane.sites))
         if before:  # a site the step broke is contained (its culprit found) and gets nothing more tonight
             await probe_and_contain_task.with_options(task_run_name=f"probe-after-{type_}-{lane.label}")(
                 client, quote(before), quote(lane.sites), type_, quote(step.sent), quote(night.breaks), night.policy,
@@ -321,7 +322,8 @@ async def account_for_night(
     """The summary, then the bad versions remembered and the incidents across nights."""
     summary = night.summary(request, plan, accounted=accounted, sites=sites, clients=clients, policy=night.policy,
                             dashboard=client.settings.base_url, approval=approval, interrupted=interrupted)
-    summary.holds = await remember_bad_versions_task(quote(summary), night.policy.hold_after_failures, settings)
+    summary.holds = await remember_bad_versions_task(quote(summary), night.policy.hold_after_failures, settings,
+                                                     quiet_days=night.policy.hold_quiet_days)
     summary.incidents = await review_incidents_task(client, quote(summary), quote(sites), settings,
                                                     quote(night.sizer), look=request.run_checks)
     return summary

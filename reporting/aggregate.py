@@ -415,7 +415,8 @@ def incident_rows(incidents: list[Incident], today: date) -> list[IncidentRow]:
 
 def hold_rows(holds: list[NightHold], today: date) -> list[HoldRow]:
     return [HoldRow(clean(f"{hold.item}@{hold.version}", 200), clean(hold.name or hold.slug, 120), hold.type,
-                    clean(hold.version, 40), clean(hold.reason, 300), hold.since, max(0, hold.age_days(today)))
+                    clean(hold.version, 40), clean(hold.reason, 300), hold.since, max(0, hold.age_days(today)),
+                    hold.kind.value, clean(hold.ends, 300))
             for hold in holds]
 
 

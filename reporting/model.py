@@ -401,6 +401,8 @@ class HoldRow:
     reason: str
     since: date
     age_days: int
+    kind: str = "culprit"  # why it holds: culprit, suspect or failures
+    ends: str = ""  # when it would end, as the night weighed it
 
     @property
     def age(self) -> str:

@@ -16,7 +16,7 @@ from prefect import task
 from dashboard.errors import DashboardError, SiteOffline
 from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
-from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps
+from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps, switch_on_failed
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.events import site_events
@@ -170,12 +170,17 @@ def run_ui_url() -> str | None:
 
 
 async def switch_on_fixed_releases(
-    client: DashboardClient, sent: list[PlanItem], calls: list[CallResult], jobs: list[JobOutcome]
+    client: DashboardClient, sent: list[PlanItem], calls: list[CallResult], jobs: list[JobOutcome],
+    breaks: TonightsBreaks, sites: list[SiteRecord],
 ) -> list[PlanItem]:
     """The way back: switch on each deactivated culprit whose fixed release the dashboard answered installed (one
-    still at the bad version stays off). Returns the items switched on; the probe after the step judges them."""
+    still at the bad version stays off). A release that cannot be switched on (an error answer, such as the 500
+    NOMAINWP of a release fatal at load, or an answer that leaves it off) is a break: it stays off, joins tonight's
+    breaks (its site gets nothing more, the version goes nowhere else, the night holds it) and the incident tells
+    it. Returns the items switched on; the probe after the step judges them."""
     reports = [report for answer in [*calls, *jobs] for report in answer.reports]
     installed = {(report.site_id, report.slug) for report in reports if report.ok and report.slug is not None}
+    names = {site.id: site.name for site in sites}
     switched = []
     for item in sent:
         if (item.site_id, item.slug) not in installed:
@@ -184,13 +189,18 @@ async def switch_on_fixed_releases(
             continue
         try:
             answer = await client.activate_plugins(item.site_id, [item.slug])
-        except DashboardError as error:  # it stays off, as it was; the incident stays open
-            log.warning("site %d: switching on %s failed: %s", item.site_id, item.name or item.slug, error)
-            continue
-        if item.slug in answer.switched:
-            log.info("site %d: %s %s installed and switched on (the way back)", item.site_id, item.name or item.slug,
-                     item.to_version)
-            switched.append(item)
+        except DashboardError as error:
+            why = str(error)
+        else:
+            if item.slug in answer.switched:
+                log.info("site %d: %s %s installed and switched on (the way back)", item.site_id,
+                         item.name or item.slug, item.to_version)
+                switched.append(item)
+                continue
+            why = "; ".join(sorted({e.message or e.code for e in answer.errors})) or "the dashboard left it off"
+        containment = switch_on_failed(item, why)
+        breaks.learn_break(item.site_id, names.get(item.site_id, str(item.site_id)), containment, [item])
+        log.warning("site %d: %s", item.site_id, containment.detail)
     return switched
 
 

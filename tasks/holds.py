@@ -1,4 +1,5 @@
-"""Step after the summary: remember the versions the night found bad, so that the next night holds them."""
+"""Step after the summary: remember the versions the night found bad, so that the next night holds them, and
+release the suspects tried tonight on one site alone (their canary) that stayed healthy."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
 
-async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings) -> list[NightHold]:
-    """Record this night's bad versions (a dry run records none), each a `fleet.version.held` event; returns every
-    hold now active."""
+async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings,
+                                quiet_days: int = 30) -> list[NightHold]:
+    """Record this night's bad versions (a dry run records none), each a `fleet.version.held` event, and settle
+    the suspects tried alone; returns every hold now active."""
     store = HoldStore(settings.state_path)
     if summary.dry_run:
         return store.active()
     found = bad_versions(summary, failures_to_hold, summary.started_at.date())
-    held = store.remember(found)
+    store.remember(found, quiet_days)
+    store.settle_canaries(summary)
     emit(held_events(found, summary.dashboard or "", summary.run_id))
-    return held
+    return store.active()
 
 
 remember_bad_versions_task = task(remember_bad_versions, name="remember-bad-versions", **STEP_OPTIONS)

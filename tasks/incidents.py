@@ -52,12 +52,17 @@ async def review_incidents(
                  if i.site_id in listed and i.site_id not in checks and i.site_id not in broken]
     if unchecked:
         checks |= await check_sites(client, unchecked, settings, sizer=sizer)
-    active = await plugin_states(client, [i.site_id for i in earlier if i.deactivated and i.site_id in checks
-                                          and i.site_id not in broken], settings)
+    # its plugins tell what is still off, and which suspect a repair by hand switched off (the culprit)
+    active = await plugin_states(client, [i.site_id for i in earlier if (i.deactivated or (
+        i.culprit is None and len(i.suspects) > 1)) and i.site_id in checks and i.site_id not in broken], settings)
+    # a site broken again: what the dashboard last listed tells which plugins the old break left off are still off
+    off_now = await plugin_states(client, [i.site_id for i in earlier if i.deactivated and i.site_id in broken],
+                                  settings)
     shown: list[Incident] = []
     for incident in earlier:
         if incident.site_id in broken:
-            incident = broken_again(incident, broken.pop(incident.site_id), checks.get(incident.site_id), run_id)
+            incident = broken_again(incident, broken.pop(incident.site_id), checks.get(incident.site_id), run_id,
+                                    off_now.get(incident.site_id))
         else:
             incident = looked_at(incident, checks.get(incident.site_id), active.get(incident.site_id), run_id, now)
         if alert_due(incident, run_id, now.date()):

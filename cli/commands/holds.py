@@ -39,25 +39,55 @@ def _store(state_db: Path | None) -> HoldStore:
 @app.command("list")
 def list_holds(state_db: StateDb = None) -> None:
     """Every active hold, a few lines each (readable at 80 columns): the item and version whole, as `fleet holds
-    release` takes them, its name, since when, the site it broke or failed on, and why (cut after two lines)."""
+    release` takes them, its name, why it holds (culprit, suspect, failures) and since when, the site it broke or
+    failed on, what was seen (cut after two lines), and when it would end."""
     store = _store(state_db)
     if not store.path.is_file():  # never create an empty memory just by looking
-        typer.echo(f"no version is held: no state database at {store.path} yet (FLEET_HOME or FLEET_STATE_DB)")
+        typer.echo(f"no version is held by the nights: no state database at {store.path} yet (FLEET_HOME or "
+                   "FLEET_STATE_DB)")
+        _operator_holds()
         return
     holds = store.active()
     if not holds:
-        typer.echo(f"no version is held (state database: {store.path})")
+        typer.echo(f"no version is held by the nights (state database: {store.path})")
+        _operator_holds()
         return
     today = datetime.now(UTC).date()
     for hold in holds:
         typer.echo(f"{hold.item}@{hold.version}")
-        about = f"{hold.name or hold.slug} · held since {hold.since.isoformat()} ({hold.age_days(today)} d)"
-        for label, text in (("", about), ("site", hold.site or ""), ("why", " ".join(hold.reason.split()))):
+        about = (f"{hold.name or hold.slug} · held as a {hold.kind.value} since {hold.since.isoformat()} "
+                 f"({hold.age_days(today)} d)")
+        ends = hold.ends or "ends once a night has weighed it (see docs/pipeline.md); or fleet holds release it"
+        for label, text in (("", about), ("site", hold.site or ""), ("why", " ".join(hold.reason.split())),
+                            ("until", ends)):
             if text:
                 typer.echo("\n".join(textwrap.wrap(f"{label}: {text}" if label else text, WIDTH, max_lines=2,
                                                    initial_indent="    ", subsequent_indent="      ",
                                                    placeholder=" …", break_on_hyphens=False)))
     typer.echo(f"{len(holds)} hold(s); release one with: fleet holds release TYPE:SLUG[@VERSION]")
+    _operator_holds()
+
+
+def _operator_holds() -> None:
+    """The operator's own holds, from the policy file the nights read (FLEET_POLICY_FILE): they end when their
+    `expires` date passes or when they are taken out of the file, never by a night."""
+    from fleet.model.settings import PipelineSettings
+    from fleet.rules.policy import load_policy
+
+    try:
+        path = PipelineSettings().policy_file
+        policy = load_policy(path) if path and path.is_file() else None
+    except (ValueError, OSError) as error:
+        typer.secho(f"the policy file's holds could not be read: {error}", fg=typer.colors.YELLOW, err=True)
+        return
+    if policy is None or not policy.holds:
+        return
+    typer.echo(f"and the operator's own (policy file {path}):")
+    for hold in policy.holds:
+        until = f"until {hold.expires.isoformat()}" if hold.expires else "until it is taken out of the file"
+        typer.echo("\n".join(textwrap.wrap(f"{hold.item} · operator · {until}: {' '.join(hold.reason.split())}",
+                                           WIDTH, max_lines=2, initial_indent="    ", subsequent_indent="      ",
+                                           placeholder=" …", break_on_hyphens=False)))
 
 
 @app.command("release")

@@ -80,6 +80,20 @@ def suspect_of(item: PlanItem) -> Suspect:
                    to_version=item.to_version)
 
 
+def switch_on_failed(item: PlanItem, why: str) -> Containment:
+    """The way back's fixed release, installed while switched off, that could not be switched on (the dashboard's
+    error answer, such as 500 NOMAINWP: WordPress died loading it and left it off). A break like any other: that
+    release is the culprit, it stays deactivated, and the night holds it."""
+    name = item.name or item.slug
+    return Containment(
+        step=UpdateType.plugin, saw=f"switching on {name} {item.to_version} failed: {why}",
+        status=ContainmentStatus.contained, culprit=suspect_of(item),
+        detail=f"{name} {item.to_version} (the way back) was installed, but switching it on failed ({why}); it "
+               "stays deactivated",
+        next_steps=f"{name} stays deactivated: restore version {item.from_version or 'the last good one'} or wait "
+                   "for a release that switches on, then re-activate it")
+
+
 def restore_steps(applied: list[PlanItem]) -> str:
     """What the operator does by hand for a site the dashboard cannot reach: per item the step applied, the folder
     to rename (WordPress then skips its code) and the version to restore."""
@@ -125,8 +139,9 @@ async def contain_site(step: UpdateType, applied: list[PlanItem], policy: Policy
         step=step, status=ContainmentStatus.contained, culprit=suspect_of(culprit), rounds=found.rounds,
         detail=f"{culprit.name or culprit.slug} {culprit.to_version} broke the site; deactivated, the site passes "
                f"its check again ({found.rounds} round(s) of deactivating and checking)",
-        next_steps=f"{culprit.name or culprit.slug} stays deactivated and version {culprit.to_version} is held; "
-                   f"restore version {culprit.from_version} or wait for a fixed release, then re-activate it")
+        next_steps=f"{culprit.name or culprit.slug} stays deactivated (fleet holds list says which versions "
+                   f"the nights hold); restore version {culprit.from_version} or wait for a fixed release, then "
+                   "re-activate it")
 
 
 async def _left_as_it_is(step: UpdateType, applied: list[PlanItem], board: Switchboard, status: ContainmentStatus,

@@ -263,8 +263,17 @@ class SiteLook(BaseModel):
                 Band.broken: f"looks broken: {said}"}[self.band]
 
 
+class HoldKind(StrEnum):
+    """Why the nights hold a version: the evidence behind it."""
+
+    culprit = "culprit"  # it broke a site on its own (found by bisection, or the only update of the step)
+    suspect = "suspect"  # applied in the step that broke a site whose culprit was not found
+    failures = "failures"  # it failed to install on several sites (or WordPress rolled it back)
+
+
 class NightHold(BaseModel):
-    """A version the night remembers as bad: held fleet-wide until a newer one or an operator's release."""
+    """A version the nights remember as bad: held fleet-wide until an operator releases it or the evidence has
+    gone (no open incident names it and whole-fleet nights saw it offered nowhere for the policy's days)."""
 
     type: UpdateType
     slug: str
@@ -273,6 +282,11 @@ class NightHold(BaseModel):
     reason: str
     site: str | None = Field(None, description="The site it broke or first failed on.")
     since: date
+    kind: HoldKind = HoldKind.culprit
+    quiet_days: int = Field(0, description="Days with a whole-fleet night that saw it offered nowhere, since it "
+                            "was last offered anywhere.")
+    last_offered: date | None = Field(None, description="The last day a night saw a site offered it.")
+    ends: str = Field("", description="When it would end, in words (as the night that wrote it saw it).")
 
     @property
     def item(self) -> str:

@@ -39,16 +39,34 @@ def opened(alarm: SiteAlarm, check: HealthCheck | None, dashboard: str, run_id: 
         alerted_on=at.date())
 
 
-def broken_again(incident: Incident, alarm: SiteAlarm, check: HealthCheck | None, run_id: str) -> Incident:
-    """An open incident whose site a night broke again (a fixed release tried on it, say): one incident still,
-    with what this night did added."""
+def broken_again(incident: Incident, alarm: SiteAlarm, check: HealthCheck | None, run_id: str,
+                 active: dict[str, bool] | None = None) -> Incident:
+    """An open incident whose site a night broke again: still one incident per site (the way back's failed fixed
+    release, or another release breaking a site repaired by hand), told with this break's own facts (its status,
+    culprit or suspects, what it saw, what is switched off and whether the site is down), never the old break's.
+    The old break stays in what the nights did (`done`). A plugin the old break left off that this break's
+    updates touched, or that the dashboard lists switched on (`active`: None when unknown), is no longer said to be
+    off."""
     again = opened(alarm, check, incident.dashboard, run_id, incident.opened_at)
-    suspects = incident.suspects + [s for s in again.suspects if s not in incident.suspects]
+    touched = {s.slug for s in again.suspects if s.type is UpdateType.plugin}
+    if again.culprit is not None and again.culprit.type is UpdateType.plugin:
+        touched.add(again.culprit.slug)
+    still_off = [slug for slug in incident.deactivated
+                 if slug not in touched and (active is None or active.get(slug) is False)]
+    earlier = f"earlier break: {_told(incident)}"
     return incident.model_copy(update={
-        "status": again.status, "saw": again.saw, "culprit": again.culprit or incident.culprit, "suspects": suspects,
-        "done": f"{incident.done}; {again.done}", "next_steps": again.next_steps,
-        "deactivated": list(dict.fromkeys(incident.deactivated + again.deactivated)), "down": again.down,
+        "status": again.status, "saw": again.saw, "culprit": again.culprit, "suspects": again.suspects,
+        "done": f"{incident.done}; {earlier}; {again.done}", "next_steps": again.next_steps,
+        "deactivated": list(dict.fromkeys(again.deactivated + still_off)), "down": again.down,
         "last_look": again.last_look})
+
+
+def _told(incident: Incident) -> str:
+    """An incident's break in a few words, kept in its history when a new break replaces its facts."""
+    culprit = incident.culprit
+    if culprit is not None:
+        return f"{culprit.name or culprit.slug} {culprit.from_version or '?'} -> {culprit.to_version or '?'}"
+    return ", ".join(f"{s.name or s.slug} -> {s.to_version or '?'}" for s in incident.suspects) or incident.saw
 
 
 def looked_at(incident: Incident, check: HealthCheck | None, active: dict[str, bool] | None, run_id: str,
@@ -61,6 +79,8 @@ def looked_at(incident: Incident, check: HealthCheck | None, active: dict[str, b
     if check.unverified and check.healthy:  # nothing seen failing, nor seen passing: not a look
         return incident.model_copy(update={"last_look": f"{run_id}: not verified: {check.unverified}"})
     down = not check.healthy
+    if not down:
+        incident = culprit_learned(incident, active)
     off = still_off(incident, active)
     if down:
         look = f"{run_id}: still down: {check.problem or 'it fails its check'}"
@@ -74,6 +94,20 @@ def looked_at(incident: Incident, check: HealthCheck | None, active: dict[str, b
             "closed_at": at, "closed_by": run_id,
             "close_reason": "a check passed and nothing the nights deactivated is still deactivated"})
     return incident.model_copy(update={"down": down, "last_look": look})
+
+
+def culprit_learned(incident: Incident, active: dict[str, bool] | None) -> Incident:
+    """A break whose culprit the night could not find (a child dead at load cannot be asked), up again: when
+    exactly one of its suspect plugins is now switched off (the operator's repair renames its folder, and WordPress
+    switches it off), that one is its culprit, and the others were innocent."""
+    if incident.culprit is not None or active is None:
+        return incident
+    off = [s for s in incident.suspects if s.type is UpdateType.plugin and active.get(s.slug) is False]
+    if len(off) != 1 or len(incident.suspects) < 2:
+        return incident
+    return incident.model_copy(update={"culprit": off[0], "done": f"{incident.done}; culprit known: "
+                                       f"{off[0].name or off[0].slug} {off[0].to_version} was found switched off "
+                                       "once the site was up again"})
 
 
 def still_off(incident: Incident, active: dict[str, bool] | None) -> list[str]:

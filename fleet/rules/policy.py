@@ -363,6 +363,11 @@ class Policy(Rules):
         3, ge=0, description="Hold a version fleet-wide from the next night once it failed on this many sites "
         "in one night (0: failures alone never hold; a version that broke a site is always held).",
     )
+    hold_quiet_days: int = Field(
+        30, ge=1, description="A version the nights hold ends by itself once no open incident names it and "
+        "whole-fleet nights on this many days saw it offered nowhere (a night over a selection, with sites outside "
+        "their window or with failed syncs does not count); `fleet holds release` ends it at once.",
+    )
 
     contain: ContainMode = Field(
         ContainMode.deactivate, description="A site a plugin update broke while its MainWP Child answers: find the "

@@ -1,23 +1,31 @@
-"""The night's memory of bad versions: a version that broke a site, or failed on several, is held fleet-wide.
+"""The nights' memory of bad versions: a version that broke a site, or failed on several, is held fleet-wide.
 
-Kept in the state database beside the first-seen store. A hold stops exactly the remembered version of an item.
-It stays while any site is still offered that version (a site whose updates lag behind is exactly the one that
-would get it), so it ends only on a night that listed every site and found none offered it, or when an operator
-releases it (`fleet holds release`). A newer release offered somewhere ends nothing.
+Kept in the state database beside the first-seen store. A hold stops exactly the remembered version of an item,
+and is kept by evidence, not by one night's offers: releases reach a fleet over days (each site checks on its own
+clock; sites outside their window, excluded or failing to sync are offered nothing that night), so a quiet night
+proves nothing. A hold ends when an operator releases it (`fleet holds release`), or when no open incident names
+the version AND whole-fleet nights (every site listed: no selection, none outside its window, no failed sync) on
+the policy's `hold_quiet_days` days saw it offered nowhere since it was last offered anywhere. A suspect (applied
+in the step that broke a site whose culprit was not found) is tried again on one site alone, a canary, once that
+break's culprit is known, and released when the canary stays healthy.
 The policy file's holds stay the operator's own; these are written and lifted by the nights.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable
-from datetime import date
+from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 
-from fleet.model.summary import NightHold, Outcome, Summary, UpdateType
+from fleet.model.summary import HoldKind, NightHold, Outcome, Summary, UpdateType
 from fleet.rules.plan import Decision, DetectedUpdate, PlanItem
 from fleet.rules.policy import ItemRef, Rule
 from fleet.state.database import open_state_db
+
+VersionKey = tuple[UpdateType, str, str]  # (type, slug, version)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS night_holds (
@@ -26,19 +34,43 @@ CREATE TABLE IF NOT EXISTS night_holds (
     PRIMARY KEY (type, slug, version)
 )
 """
-_ACTIVE = ("SELECT type, slug, version, name, reason, site, since FROM night_holds WHERE released IS NULL "
-           "ORDER BY since, type, slug")
-_REMEMBER = (
-    "INSERT INTO night_holds (type, slug, version, name, reason, site, since) VALUES (?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (type, slug, version) DO UPDATE SET reason = excluded.reason, site = excluded.site, "
-    "since = excluded.since, released = NULL WHERE night_holds.released IS NOT NULL"
-)
+# columns added after the table's first release: an older state database gains them on first use
+_ADDED = {"kind": "TEXT NOT NULL DEFAULT 'culprit'", "quiet_days": "INTEGER NOT NULL DEFAULT 0", "quiet_day": "TEXT",
+          "last_offered": "TEXT", "ends": "TEXT NOT NULL DEFAULT ''", "canary_run": "TEXT", "canary_site": "INTEGER"}
+_ACTIVE = ("SELECT type, slug, version, name, reason, site, since, kind, quiet_days, last_offered, ends "
+           "FROM night_holds WHERE released IS NULL ORDER BY since, type, slug")
 
 
-def _hold(row: tuple[str, ...]) -> NightHold:
-    type_, slug, version, name, reason, site, since = row
+def _hold(row: tuple) -> NightHold:
+    type_, slug, version, name, reason, site, since, kind, quiet_days, last_offered, ends = row
     return NightHold(type=UpdateType(type_), slug=slug, version=version, name=name, reason=reason, site=site,
-                     since=date.fromisoformat(since))
+                     since=date.fromisoformat(since), kind=HoldKind(kind), quiet_days=quiet_days,
+                     last_offered=date.fromisoformat(last_offered) if last_offered else None, ends=ends or "")
+
+
+def key_of(hold: NightHold) -> VersionKey:
+    return (hold.type, hold.slug, hold.version)
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A suspect's version tried tonight on one site alone."""
+
+    key: VersionKey
+    site_id: int
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a night knows when it weighs the holds: what was offered where, and what the incidents say."""
+
+    offered: frozenset[VersionKey]  # every version offered to a listed site tonight (pending or ignored)
+    whole_fleet: bool  # every site of the dashboard listed: no selection, none deferred, no failed sync
+    named: dict[VersionKey, list[int]]  # version -> the open incidents that name it (culprit or suspect)
+    culprits: frozenset[VersionKey]  # versions an incident knows as a break's culprit
+    cleared: frozenset[VersionKey]  # the other suspects of those breaks: innocent there, to be tried alone
+    quiet_days_needed: int
+    today: date
 
 
 class HoldStore:
@@ -47,9 +79,17 @@ class HoldStore:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def _connect(self) -> sqlite3.Connection:
+        connection = open_state_db(self.path)
+        connection.execute(_SCHEMA)
+        present = {row[1] for row in connection.execute("PRAGMA table_info(night_holds)")}
+        for column, declaration in _ADDED.items():
+            if column not in present:
+                connection.execute(f"ALTER TABLE night_holds ADD COLUMN {column} {declaration}")
+        return connection
+
     def _run(self, statements: Iterable[tuple[str, list[tuple]]], query: str | None = None) -> list[tuple]:
-        with open_state_db(self.path) as connection:
-            connection.execute(_SCHEMA)
+        with self._connect() as connection:
             for sql, rows in statements:
                 connection.executemany(sql, rows)
             found = connection.execute(query).fetchall() if query else []
@@ -59,10 +99,40 @@ class HoldStore:
     def active(self) -> list[NightHold]:
         return [_hold(row) for row in self._run([], _ACTIVE)]
 
-    def remember(self, holds: list[NightHold]) -> list[NightHold]:
-        """Hold each version (again, if an operator had released it); an active hold keeps its first reason."""
-        self._run([(_REMEMBER, [(h.type.value, h.slug, h.version, h.name, h.reason, h.site, h.since.isoformat())
-                                for h in holds])])
+    def remember(self, holds: list[NightHold], quiet_days_needed: int = 30) -> list[NightHold]:
+        """Hold each version (again, if it had been released); an active hold keeps its first reason, unless it
+        was a suspect and is now a culprit. A version found bad again starts its quiet days over. Each says when
+        it would end until the next night weighs it."""
+        active = {key_of(hold): hold for hold in self.active()}
+        fresh, upgraded, renewed = [], [], []
+        for hold in holds:
+            known = active.get(key_of(hold))
+            if known is None:
+                fresh.append(hold)
+            elif known.kind is not HoldKind.culprit and hold.kind is HoldKind.culprit:
+                upgraded.append(hold)
+            else:
+                renewed.append(hold)
+
+        def ends(hold: NightHold) -> str:
+            return (f"ends once no open incident names it and whole-fleet nights see it offered nowhere on "
+                    f"{quiet_days_needed} day(s); or at once with: fleet holds release {hold.item}@{hold.version}")
+
+        self._run([
+            ("INSERT INTO night_holds (type, slug, version, name, reason, site, since, kind, last_offered, ends) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (type, slug, version) DO UPDATE SET "
+             "name = excluded.name, reason = excluded.reason, site = excluded.site, since = excluded.since, "
+             "kind = excluded.kind, last_offered = excluded.last_offered, ends = excluded.ends, released = NULL, "
+             "quiet_days = 0, quiet_day = NULL, canary_run = NULL, canary_site = NULL",
+             [(h.type.value, h.slug, h.version, h.name, h.reason, h.site, h.since.isoformat(), h.kind.value,
+               h.since.isoformat(), ends(h)) for h in fresh]),
+            ("UPDATE night_holds SET kind = ?, reason = ?, site = ?, quiet_days = 0, quiet_day = NULL, "
+             "canary_run = NULL WHERE type = ? AND slug = ? AND version = ?",
+             [(h.kind.value, h.reason, h.site, h.type.value, h.slug, h.version) for h in upgraded]),
+            ("UPDATE night_holds SET quiet_days = 0, quiet_day = NULL, canary_run = NULL "
+             "WHERE type = ? AND slug = ? AND version = ?",
+             [(h.type.value, h.slug, h.version) for h in renewed]),
+        ])
         return self.active()
 
     def release(self, item: str, why: str) -> list[NightHold]:
@@ -73,62 +143,173 @@ class HoldStore:
             raise ValueError(f"{item!r}: name an item as slug, type:slug or type:slug@version")
         chosen = [hold for hold in self.active()
                   if ref.matches(hold.type, hold.slug, hold.name) and version.strip() in ("", hold.version)]
-        self._run([("UPDATE night_holds SET released = ? WHERE type = ? AND slug = ? AND version = ?",
-                    [(why, hold.type.value, hold.slug, hold.version) for hold in chosen])])
+        self._end(chosen, why)
         return chosen
+
+    def _end(self, holds: list[NightHold], why: str) -> None:
+        self._run([("UPDATE night_holds SET released = ? WHERE type = ? AND slug = ? AND version = ?",
+                    [(why, hold.type.value, hold.slug, hold.version) for hold in holds])])
+
+    def weigh(self, evidence: Evidence) -> list[NightHold]:
+        """Tonight's evidence on every active hold: an offer starts its quiet days over, a whole-fleet night that
+        saw it offered nowhere counts its day (once per day however many such nights ran), an incident's culprit
+        makes a suspect a culprit. The holds whose evidence has gone end; returns them. Each remaining hold says
+        when it would end."""
+        counted = {(t, s, v): day for t, s, v, day in self._run(  # the last day each one counted
+            [], "SELECT type, slug, version, quiet_day FROM night_holds WHERE released IS NULL")}
+        today = evidence.today.isoformat()
+        ended, rows = [], []
+        for hold in self.active():
+            key = key_of(hold)
+            quiet, last, day = hold.quiet_days, hold.last_offered, counted.get(key_values(key))
+            if key in evidence.offered:
+                quiet, last, day = 0, evidence.today, None
+            elif evidence.whole_fleet and day != today:
+                quiet, day = quiet + 1, today
+            kind = HoldKind.culprit if key in evidence.culprits else hold.kind
+            hold = hold.model_copy(update={"kind": kind, "quiet_days": quiet, "last_offered": last})
+            ends_now = quiet >= evidence.quiet_days_needed and key not in evidence.named
+            if ends_now:
+                ended.append(hold)
+            rows.append((kind.value, quiet, day, last.isoformat() if last else None,
+                         "" if ends_now else ending(hold, evidence), *key_values(key)))
+        self._run([("UPDATE night_holds SET kind = ?, quiet_days = ?, quiet_day = ?, last_offered = ?, ends = ? "
+                    "WHERE type = ? AND slug = ? AND version = ?", rows)])
+        self._end(ended, f"no open incident names it and whole-fleet nights saw it offered nowhere on "
+                         f"{evidence.quiet_days_needed} day(s), the last on {today}")
+        return ended
+
+    def start_canaries(self, canaries: list[Canary], run_id: str) -> None:
+        self._run([("UPDATE night_holds SET canary_run = ?, canary_site = ? "
+                    "WHERE type = ? AND slug = ? AND version = ?",
+                    [(run_id, canary.site_id, *key_values(canary.key)) for canary in canaries])])
+
+    def settle_canaries(self, summary: Summary) -> list[NightHold]:
+        """The suspects tried tonight on one site alone: released when that site got the version and stayed healthy
+        (not broken, its check after the night passed); otherwise tried again another night. Returns the released
+        holds."""
+        rows = [row[1:] for row in self._run([], "SELECT canary_run, type, slug, version, canary_site FROM "
+                                                 "night_holds WHERE released IS NULL AND canary_run IS NOT NULL")
+                if row[0] == summary.run_id]
+        if not rows:
+            return []
+        broken = {alarm.site_id for alarm in summary.broken}
+        passed = {site.site_id for site in summary.sites if site.check is not None and site.check.healthy
+                  and not site.check.unverified}  # a night without checks (update-fleet) proves nothing
+        got = {(item.site_id, item.type, item.slug, item.to_version) for item in summary.items
+               if item.outcome is Outcome.updated}
+        active = {key_of(hold): hold for hold in self.active()}
+        healthy, retry = [], []
+        for type_, slug, version, site_id in rows:
+            key = (UpdateType(type_), slug, version)
+            hold = active.get(key)
+            if hold is None or hold.kind is not HoldKind.suspect:
+                continue  # found bad again tonight: a culprit now
+            if (site_id, *key) in got and site_id not in broken and site_id in passed:
+                healthy.append((hold, site_id))
+            else:
+                retry.append(key)
+        self._run([("UPDATE night_holds SET canary_run = NULL, canary_site = NULL "
+                    "WHERE type = ? AND slug = ? AND version = ?",
+                    [key_values(key) for key in retry])])
+        for hold, site_id in healthy:
+            self._end([hold], f"the canary: installed alone on site {site_id} by run {summary.run_id}, "
+                              "which stayed healthy")
+        return [hold for hold, _ in healthy]
+
+
+def key_values(key: VersionKey) -> tuple[str, str, str]:
+    return (key[0].value, key[1], key[2])
+
+
+def ending(hold: NightHold, evidence: Evidence) -> str:
+    """When `hold` would end, in words: the evidence still standing, then the days still needed."""
+    release = f"or at once with: fleet holds release {hold.item}@{hold.version}"
+    left = max(1, evidence.quiet_days_needed - hold.quiet_days)
+    days = (f"once whole-fleet nights see it offered nowhere on {left} more day(s) (the earliest "
+            f"{(evidence.today + timedelta(days=left - 1)).isoformat()})")
+    incidents = evidence.named.get(key_of(hold))
+    if incidents:
+        days = f"once incident {', '.join(map(str, incidents))} is closed and whole-fleet nights see it offered " \
+               f"nowhere on {left} more day(s)"
+    canary = (" (a suspect: tried on one site alone once its break's culprit is known)"
+              if hold.kind is HoldKind.suspect else "")
+    return f"ends {days}{canary}; {release}"
 
 
 def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[NightHold]:
-    """The versions this night found bad: each suspect applied to a broken site, and each version that failed
-    on `failures_to_hold` sites or more (0: failures alone never hold)."""
-    found: dict[tuple[UpdateType, str, str], NightHold] = {}
+    """The versions this night found bad: each suspect applied to a broken site (its culprit, when the break has
+    one or only one suspect), and each version that failed on `failures_to_hold` sites or more (0: failures
+    alone never hold)."""
+    found: dict[VersionKey, NightHold] = {}
     for alarm in summary.broken:
-        for suspect in alarm.suspects:
-            if suspect.to_version and suspect.outcome is Outcome.updated:
-                found.setdefault((suspect.type, suspect.slug, suspect.to_version), NightHold(
-                    type=suspect.type, slug=suspect.slug, name=suspect.name, version=suspect.to_version,
-                    reason=f"broke {alarm.site_name or alarm.site_url}: {alarm.saw}", site=alarm.site_url,
-                    since=today))
+        applied = [s for s in alarm.suspects if s.to_version and s.outcome is Outcome.updated]
+        culprit = alarm.containment.culprit if alarm.containment is not None else None
+        for suspect in applied:
+            is_culprit = len(applied) == 1 or (culprit is not None and (culprit.type, culprit.slug)
+                                               == (suspect.type, suspect.slug))
+            key = (suspect.type, suspect.slug, suspect.to_version or "")
+            known = found.get(key)
+            if known is not None and (known.kind is HoldKind.culprit or not is_culprit):
+                continue
+            found[key] = NightHold(
+                type=suspect.type, slug=suspect.slug, name=suspect.name, version=suspect.to_version or "",
+                reason=f"{'broke' if is_culprit else 'applied with the break of'} "
+                       f"{alarm.site_name or alarm.site_url}: {alarm.saw}",
+                site=alarm.site_url, since=today, kind=HoldKind.culprit if is_culprit else HoldKind.suspect)
     if failures_to_hold:
         failed = [item for item in summary.items if item.to_version and (
             item.outcome is Outcome.failed or item.rule == Rule.rolled_back)]  # a remembered rollback failed there
         counts = Counter((item.type, item.slug, item.to_version) for item in failed)
         for item in failed:
-            key = (item.type, item.slug, item.to_version)
+            key = (item.type, item.slug, item.to_version or "")
             if counts[key] >= failures_to_hold and key not in found:
                 found[key] = NightHold(type=item.type, slug=item.slug, name=item.name, version=item.to_version or "",
                                        reason=f"failed on {counts[key]} sites: {item.reason or 'no reason given'}",
-                                       site=item.site_url, since=today)
+                                       site=item.site_url, since=today, kind=HoldKind.failures)
     return list(found.values())
 
 
-def hold_remembered(items: list[PlanItem], holds: list[NightHold]) -> list[PlanItem]:
-    """The plan's items with the remembered versions held."""
-    by_version = {(hold.type, hold.slug, hold.version): hold for hold in holds}
+def pick_canaries(items: list[PlanItem], holds: list[NightHold], cleared: frozenset[VersionKey]) -> list[Canary]:
+    """For each suspect whose break's culprit is now known (its incident names another version as the culprit),
+    the one site that tries it tonight alone: the first (by site id) the plan would apply it to that gets no other
+    canary."""
+    ready = {key_of(hold) for hold in holds if hold.kind is HoldKind.suspect and key_of(hold) in cleared}
+    chosen: dict[VersionKey, Canary] = {}
+    busy: set[int] = set()  # one canary per site, so that a break names its version
+    for item in sorted(items, key=lambda item: item.site_id):
+        key = (item.type, item.slug, item.to_version or "")
+        if key in ready and key not in chosen and item.decision is Decision.apply and item.site_id not in busy:
+            chosen[key] = Canary(key, item.site_id)
+            busy.add(item.site_id)
+    return list(chosen.values())
+
+
+def hold_remembered(items: list[PlanItem], holds: list[NightHold], canaries: list[Canary] = ()) -> list[PlanItem]:
+    """The plan's items with the remembered versions held (but on a canary's own site)."""
+    by_version = {key_of(hold): hold for hold in holds}
+    trying = {(canary.site_id, *canary.key) for canary in canaries}
     decided = []
     for item in items:
         hold = by_version.get((item.type, item.slug, item.to_version or ""))
         if hold is not None and item.decision is Decision.apply:
-            item = item.model_copy(update={
-                "decision": Decision.held, "rule": Rule.night_hold,
-                "reason": f"held since {hold.since.isoformat()}: {hold.reason} "
-                          f"(release: fleet holds release {hold.item}@{hold.version})"})
+            if (item.site_id, item.type, item.slug, item.to_version or "") in trying:
+                item = item.model_copy(update={"reason": f"a canary: held elsewhere as a suspect since "
+                                                          f"{hold.since.isoformat()}, tried on this site alone"})
+            else:
+                item = item.model_copy(update={
+                    "decision": Decision.held, "rule": Rule.night_hold,
+                    "reason": f"held since {hold.since.isoformat()} ({hold.kind.value}): {hold.reason} "
+                              f"(release: fleet holds release {hold.item}@{hold.version})"})
         decided.append(item)
     return decided
-
-
-def holds_ended(holds: list[NightHold], items: list[PlanItem]) -> list[NightHold]:
-    """The holds whose version none of `items` (every item detected on every site, pending or ignored) is
-    offered any more. Only a night that listed the whole fleet may end a hold with them."""
-    offered = {(item.type, item.slug, item.to_version) for item in items}
-    return [hold for hold in holds if (hold.type, hold.slug, hold.version) not in offered]
 
 
 def hold_rolled_back(items: list[PlanItem], pending: list[DetectedUpdate]) -> list[PlanItem]:
     """The plan's items with every version MainWP remembers as rolled back (on any site) held: that version
     failed where it was tried, so it is sent nowhere. Each site that remembers it counts as one failure towards
     `hold_after_failures` (`bad_versions`)."""
-    where: dict[tuple[UpdateType, str, str], set[int]] = {}
+    where: dict[VersionKey, set[int]] = {}
     for update in pending:
         if update.rolled_back and update.to_version:
             where.setdefault((update.type, update.slug, update.to_version), set()).add(update.site_id)

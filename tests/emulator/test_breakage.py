@@ -183,3 +183,22 @@ async def test_every_call_on_a_child_dead_at_load_is_answered_as_mainwp_6_1_2_an
     assert site.plugins[slug].active and site.plugins[other].version == other_version  # nothing reached the child
     truth = await truth_of(web, board, site)
     assert truth["sync_errors"] == CHILD_NOT_DETECTED  # why, for whoever reads the site
+
+
+async def test_switching_on_a_release_fatal_at_load_answers_nomainwp_and_leaves_it_off(board: Dashboard, web) -> None:
+    """As the real 6.1.2 answered the lab's "fixed" 1.6: installed while switched off (nothing loads it), then
+    `activate_plugin` loads it in its sandbox and dies there, before the plugin is recorded active."""
+    site, slug = healthy_site_with_plugin_update(board)
+    await ability(board, "deactivate-site-plugins-v1", {"site_id_or_domain": site.id, "plugins": [slug]})
+    await mark(web, board, site, slug, "load")
+    updated = await ability(board, "update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
+    assert [u["slug"] for u in updated["updated"]] == [slug]
+    assert (await web.get(page_url(board, site))).status_code == 200  # switched off: its code does not load
+
+    on = await ability(board, "activate-site-plugins-v1", {"site_id_or_domain": site.id, "plugins": [slug]})
+
+    assert on == {"code": "ability_callback_exception", "data": None,
+                  "message": 'Ability "svc/activate-site-plugins-v1" callback threw an exception: NOMAINWP'}
+    truth = await truth_of(web, board, site)
+    assert truth["plugins"][slug]["active"] is False and truth["front_end"]["dead_at_load"] is False
+    assert (await web.get(page_url(board, site))).status_code == 200  # the pages stay up
