@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import time
 from collections import Counter, deque
@@ -110,6 +111,8 @@ class ChildConnections:
 
     def __init__(self) -> None:
         self._open: list[tuple[float, float, str]] = []  # (start, end, ip), monotonic wall seconds
+        self._last_start = -math.inf
+        self._last_ip_start: dict[str, float] = {}
         self.waited: Counter[str] = Counter()
         self.requests: Counter[str] = Counter()  # per IP
         self.work: Counter[str] = Counter()  # nominal seconds per IP
@@ -117,40 +120,30 @@ class ChildConnections:
         self.max_open_per_ip = 0
 
     def admit(self, ip: str, earliest: float, wall: float, limits: ConnectionLimits, scale: float) -> float:
-        """Book one call of `wall` seconds to `ip` at the first moment from `earliest` the limits allow; its start.
-
-        Requests book on their own modelled timelines, and one that the emulator was slow to compute books later
-        (in wall time) than one due after it: so every booked call counts, before `earliest` and after it. A call
-        goes where it starts at least the delays apart from every other call's start (to its IP: the IP's delay)
-        and finds fewer than the caps open for the whole of its time, not merely after the last call booked; were
-        it placed after the latest start booked, how fast the emulator ran would become modelled waiting."""
+        """Book one call of `wall` seconds to `ip` at the first moment from `earliest` the limits allow; its start."""
         self._open = [o for o in self._open if o[1] > earliest - 3600 * scale]
         start = earliest
         for _ in range(10_000):
             moved = False
-            rules = (("minimum_delay", limits.minimum_delay, None), ("minimum_ip_delay", limits.minimum_ip_delay, ip))
-            for name, delay, on_ip in rules:
-                gap = delay * scale
-                clash = [s for s, _e, i in self._open if on_ip in (None, i) and s - gap < start < s + gap]
-                if clash:
-                    later = max(clash) + gap
-                    self.waited[name] += (later - start) / scale
-                    start, moved = later, True
+            waits = (("minimum_delay", limits.minimum_delay, self._last_start),
+                     ("minimum_ip_delay", limits.minimum_ip_delay, self._last_ip_start.get(ip, -math.inf)))
+            for name, delay, last in waits:
+                if delay > 0 and last + delay * scale > start:
+                    self.waited[name] += (last + delay * scale - start) / scale
+                    start, moved = last + delay * scale, True
             caps = (("maximum_requests", limits.maximum_requests, None),
                     ("maximum_ip_requests", limits.maximum_ip_requests, ip))
             for name, cap, on_ip in caps:
-                if cap <= 0:
-                    continue
-                mine = [(s, e) for s, e, i in self._open if on_ip in (None, i) and s < start + wall and e > start]
-                moments = [start] + [s for s, _e in mine if s > start]  # the open count only rises at a start
-                full = next((m for m in sorted(moments) if sum(s <= m < e for s, e in mine) >= cap), None)
-                if full is not None:
-                    free = min(e for s, e in mine if s <= full < e)
+                ends = sorted(e for s, e, i in self._open if s <= start < e and on_ip in (None, i))
+                if cap > 0 and len(ends) >= cap:
+                    free = ends[len(ends) - cap]
                     self.waited[name] += (free - start) / scale
                     start, moved = free, True
             if not moved:
                 break
         self._open.append((start, start + wall, ip))
+        self._last_start = max(self._last_start, start)
+        self._last_ip_start[ip] = max(self._last_ip_start.get(ip, -math.inf), start)
         self.requests[ip] += 1
         self.work[ip] += wall / scale
         at_start = [i for s, e, i in self._open if s <= start < e]

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator.capacity import ChildConnections, ConnectionLimits
 from emulator.config import EmulatorConfig
 from tests.emulator.abilities_harness import ROOT_URL, Dashboard, dashboard, run
 from tests.emulator.test_capacity import healthy, set_connection_limits, truth
@@ -96,23 +95,3 @@ async def test_limits_set_on_the_settings_screen_are_obeyed() -> None:
     assert (settings["data"]["svc_maximum_requests"], settings["data"]["svc_minimum_ip_delay"]) == (2, 0)
     assert ledger["limits"]["maximum_requests"] == 2 and ledger["limits"]["minimum_ip_delay_ms"] == 0
     assert ledger["waited_seconds"]["minimum_ip_delay"] == 0 and ledger["waited_seconds"]["minimum_delay"] == 0
-
-
-def test_a_call_booked_late_takes_its_own_place_on_the_modelled_timeline() -> None:
-    """A request the emulator was slow to compute books its child call after one due later (in modelled time):
-    the call goes where the limits allow on its own timeline, not after the latest call booked, so how fast the
-    emulator ran never turns into modelled waiting (a 0.1 s stall at time scale 0.004 would be 25 s)."""
-    limits = ConnectionLimits()
-    ledger = ChildConnections()
-    assert ledger.admit("10.20.0.1", 10.0, 2.0, limits, 1.0) == 10.0
-    assert ledger.admit("10.20.0.2", 5.0, 2.0, limits, 1.0) == 5.0  # nothing in its way at 5 s
-    assert ledger.waited["minimum_delay"] == 0
-    # within 200 ms of a later call's start: placed past it, as if made after it; to a server with a call open
-    # over its time (one at a time per IP): after that call's end
-    assert ledger.admit("10.20.0.3", 9.9, 0.05, limits, 1.0) == pytest.approx(10.2)
-    assert ledger.admit("10.20.0.1", 9.5, 1.0, limits, 1.0) == pytest.approx(12.0)
-    # and a cap counts the calls that start during it: four open from 20.6 s, none to start before their end
-    for n in range(4):
-        ledger.admit(f"10.20.1.{n}", 20.0 + 0.2 * n, 5.0, limits, 1.0)
-    assert ledger.admit("10.20.2.1", 18.0, 5.0, limits, 1.0) == pytest.approx(25.0)
-    assert ledger.max_open <= 4 and ledger.waited["maximum_requests"] == pytest.approx(7.0)
