@@ -335,6 +335,16 @@ async def faults(request: Request, emulator: Emulator) -> dict[str, Any]:
     return emulator.faults.snapshot()
 
 
+@admin_only
+async def hold_cron(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {"held": true|false}: WP-Cron fires no more (due jobs wait, as on a dashboard nobody visits), or again."""
+    held = (await json_object(request)).get("held")
+    if not isinstance(held, bool):
+        raise GroundTruthError('send {"held": true} or {"held": false}')
+    emulator.jobs.hold(held)
+    return {"held": held}
+
+
 def ground_truth_routes() -> list[Route]:
     return [
         Route(f"{PREFIX}/state", state_view, methods=["GET"]),
@@ -348,4 +358,5 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/offers", offer_update, methods=["POST"]),
         Route(f"{PREFIX}/faults/lost-answers", lose_answers, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),
+        Route(f"{PREFIX}/cron", hold_cron, methods=["POST"]),
     ]

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, Response, async_playwright
+from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, Response, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from fleet.visual.pages import PageTarget
@@ -155,7 +155,7 @@ class PageCapture:
             if response.status >= 400 and _origin(response.url) == origin:
                 shot.failed_requests.append(f"{response.status} {response.url}")
 
-        page.on("console", lambda message: shot.console_errors.append(message.text)
+        page.on("console", lambda message: shot.console_errors.append(_console_error(message))
                 if message.type == "error" else None)
         page.on("pageerror", lambda error: shot.console_errors.append(f"uncaught: {error}"))
         page.on("response", on_response)
@@ -189,6 +189,13 @@ class PageCapture:
         height = max(1, min(self.screens * screen["height"], int(tall)))
         return {"full_page": height > screen["height"],
                 "clip": {"x": 0, "y": 0, "width": screen["width"], "height": height}}
+
+
+def _console_error(message: ConsoleMessage) -> str:
+    """The error with the address it names: Chromium's "Failed to load resource: ... 404" reads the same for any
+    resource, so without it a missing stylesheet after an update passed for the favicon that was missing before."""
+    url = (message.location or {}).get("url")
+    return f"{message.text} ({url})" if url else message.text
 
 
 def _first_line(error: PlaywrightError) -> str:

@@ -4,10 +4,11 @@ a work pool: tests/deployments/test_work_pool.py."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import PrefectClient, get_client
 from prefect.concurrency.asyncio import concurrency
 
 from dashboard.block import DashboardConnection
@@ -15,6 +16,7 @@ from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.engine.estate import Estate, NightStatus, night_lock_name, write_limit_name
 from flows.dashboards import maintain_dashboards
+from tasks.dashboards import night_lock
 from tasks.limits import ensure_concurrency_limit
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -51,3 +53,21 @@ async def test_nights_that_cannot_start_are_reported_and_others_go_on(tmp_path: 
         budget = await client.read_global_concurrency_limit_by_name(write_limit_name("flow-missing-deployment"))
         lock = await client.read_global_concurrency_limit_by_name(night_lock_name("flow-missing-deployment"))
     assert budget.limit == 8 and lock.limit == 1, "its own budget (FLEET_CONCURRENCY) and a one-night lock"
+
+
+async def test_a_slow_prefect_server_is_waited_for_and_only_another_nights_lock_counts(monkeypatch) -> None:
+    """Under load the server took longer to answer than the lock wait: no night held the lock, and it is taken."""
+    await ensure_concurrency_limit(night_lock_name("slow-server"), 1)
+    original = PrefectClient.increment_concurrency_slots_with_lease
+
+    async def slow(self, *args, **kwargs):
+        await asyncio.sleep(1.5)  # a starved server's answer
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PrefectClient, "increment_concurrency_slots_with_lease", slow)
+    async with night_lock("slow-server", 1.0):
+        pass
+    async with concurrency(night_lock_name("slow-server"), occupy=1, strict=True):  # another night holds it
+        with pytest.raises(TimeoutError):
+            async with night_lock("slow-server", 1.0):
+                pass

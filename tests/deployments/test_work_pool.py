@@ -86,7 +86,8 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
                 assert ran_as_documented(documented, estate.commands), f"not run as the README says: {documented}"
         first = estate.run_night()
 
-        assert first.state == "COMPLETED", first.output
+        assert first.state == "COMPLETED", (
+            [(n.block, n.status.value, n.message) for n in first.estate.nights], first.output)
         assert ran_as_documented(documented_commands()[-1], estate.commands)
         assert [(n.block, n.status) for n in first.estate.nights] == [
             (f"dashboard-{i}", NightStatus.completed) for i in (1, 2, 3)

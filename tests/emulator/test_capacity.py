@@ -95,13 +95,18 @@ async def test_parallel_one_site_calls_share_the_workers_in_fifo_order() -> None
             return time.monotonic() - started
 
         eight = await parallel(8)
+        after_eight = (await truth(board))["capacity"]
         sixteen = await parallel(16)
         ledger = (await truth(board))["capacity"]
-    assert (SYNC + BOOT) * 0.95 <= eight <= (SYNC + BOOT) * 1.8  # eight workers: one site's time
-    assert sixteen >= 2 * (SYNC + BOOT) * 0.95  # the second eight waited for a worker
-    assert 1.5 <= sixteen / eight <= 2.7
+    # what the dashboard decided (its ledger, in modelled seconds), not how fast this machine ran it: eight calls
+    # on eight workers, none waited; of sixteen, the last eight waited for a worker, and in FIFO order none waited
+    # longer than one call's time (a call that arrived later than that would have found a worker free)
+    assert after_eight["longest_queue_wait_seconds"] == 0 and after_eight["max_in_progress"] == 8
     assert ledger["max_in_progress"] == 16
-    assert ledger["longest_queue_wait_seconds"] == pytest.approx(2.0 + 0.1, rel=0.3)
+    assert 0 < ledger["longest_queue_wait_seconds"] <= 2.0 + 0.1 + 1e-3
+    # and never faster than the booked work (lower bounds hold on any machine)
+    assert eight >= (SYNC + BOOT) * 0.95
+    assert sixteen >= 2 * (SYNC + BOOT) * 0.95  # the second eight waited for a worker
 
 
 async def test_a_slow_site_is_slow_on_every_call_and_listed() -> None:

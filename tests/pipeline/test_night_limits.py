@@ -101,6 +101,14 @@ async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypat
     assert emulator.truth()["capacity"]["gateway_timeouts"] >= 1
     learned = [record.created for record in caplog.records if "gateway gave up after" in record.getMessage()]
     assert len(learned) == 1, "learned once, from the first 504"
+    (decision,) = [re.search(r"gave up after ([\d.]+) s, not the ([\d.]+) s .* sized to ([\d.]+) s from now on "
+                             r"\(was ([\d.]+) s\)", record.getMessage())
+                   for record in caplog.records if "gateway gave up after" in record.getMessage()]
+    gave_up, assumed, budget, before = map(float, decision.groups())
+    # what the night decided, in the emulator's seconds: it assumed nginx's 60 s (a budget of 20 s) until a 504
+    # came no sooner than the 20 s gateway, then sized to a third of what it saw
+    assert (assumed, before) == (pytest.approx(60 * 0.01), pytest.approx(20 * 0.01))
+    assert gave_up >= 20 * 0.01 and budget == pytest.approx(gave_up / 3, rel=0.01)
     lost = [(record.created, tuple(int(site) for site in found.group(1).split(", ")))
             for record in caplog.records if "HTTP 504" in record.getMessage()
             and (found := re.search(r"site\(s\) \[(\d+(?:, \d+)+)\]", record.getMessage()))]
@@ -109,8 +117,8 @@ async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypat
     sent_after = [sites for at, sites in lost
                   if max((when for when, call in sent if call == sites and when <= at), default=0) > learned[0]]
     assert not sent_after, sent_after
-    # and they are sized to a third of it: 6.7 modelled seconds hold 3 syncs (2 s) or 2 updated items (3 s)
-    assert max(len(sites) for when, sites in sent if when <= learned[0]) > 3
+    # and they are sized to a third of it: 6.7 modelled seconds hold 3 syncs (2 s) or 2 updated items (3 s). (How
+    # many sites the calls before it held depends on the times the night measured, on a busy machine longer.)
     assert max(len(sites) for when, sites in sent if when > learned[0]) <= 3
 
 

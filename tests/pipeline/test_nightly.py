@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.client import DashboardClient
 from dashboard.errors import InvalidInput
 from fleet.model.summary import NOT_ATTEMPTED, Outcome, Selection, UpdateType
 from fleet.rules.breakage import SitesBrokenByRun
@@ -131,14 +132,28 @@ async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch
     emulator = dashboard(sites=80, seed=7, time_scale=0.05)
     lower_threshold(emulator, monkeypatch, 10)
     monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "6")  # modelled: the first run gives up while its job runs
+    # WP-Cron held from the first run's job until the second run asks after it: however long the runs take to
+    # start, the job is still unfinished when the second run finds it (its first chunk is due 60 s after queueing)
+    emulator.post("cron", {"held": True})
     first, _ = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
     assert [job.status for job in first.jobs] == ["deadline"]
     waiting = [item for item in first.items if item.outcome is Outcome.unknown]
     assert waiting and all("batch job" in item.reason for item in waiting)
     jobs_before = emulator.truth()["jobs"]
+    asked = []
+    original = DashboardClient.job_status
 
+    async def release_cron_when_asked(self, job_id):
+        status = await original(self, job_id)
+        if not asked:
+            asked.append(status.status)
+            emulator.post("cron", {"held": False})
+        return status
+
+    monkeypatch.setattr(DashboardClient, "job_status", release_cron_when_asked)
     monkeypatch.setenv("FLEET_JOB_DEADLINE_SECONDS", "1200")
     second, second_plan = read_run(await update_fleet(selection=Selection(types=[UpdateType.core])))
+    assert asked and asked[0] != "completed", "the second run found the first run's job unfinished"
     assert emulator.truth()["jobs"] == jobs_before, "no second update job was queued"
     assert [job.id for job in second.jobs] == [job.id for job in first.jobs]
     assert {item.outcome for item in second.items if item.type is UpdateType.core and item.rule is None} == {
