@@ -3,9 +3,6 @@ of a deployment on the work pool (run by whichever worker picks it up)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +10,6 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
-from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError, concurrency
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
@@ -23,7 +19,7 @@ from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError, TransportError
 from fleet.engine.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
 from fleet.model.settings import STATE_FILE
-from tasks.limits import ensure_concurrency_limit
+from tasks.limits import NightBusy, ensure_concurrency_limit, night_lock
 
 # The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.
 REACH_OVERRIDES: dict[str, Any] = {"max_attempts": 2, "connect_timeout": 5.0, "read_timeout": 30.0, "retry_cap": 2.0}
@@ -81,32 +77,6 @@ async def saved_block_id(name: str) -> Any:
     return document.id
 
 
-@contextlib.asynccontextmanager
-async def night_lock(block: str, wait_seconds: float) -> AsyncIterator[None]:
-    """Hold the dashboard's one-night-at-a-time lock; TimeoutError once another night held it `wait_seconds`.
-
-    Only the time the server refused the lock (423: another night holds it) counts: a busy Prefect server slow to
-    answer is waited for, not taken for another night (Prefect's own `timeout_seconds` counts both, and under
-    load two of three nights were reported busy after 60 s spent on a starved server's answers and retries)."""
-    refused_for = 0.0
-    while True:
-        acquired = False
-        try:
-            async with concurrency(night_lock_name(block), occupy=1, max_retries=0, strict=True):
-                acquired = True
-                yield
-            return
-        except ConcurrencySlotAcquisitionError as error:
-            answer = getattr(error.__cause__, "response", None)  # httpx's HTTPStatusError: the server's answer
-            if acquired or getattr(answer, "status_code", None) != 423:
-                raise
-            if refused_for >= wait_seconds:
-                raise TimeoutError(f"{night_lock_name(block)} held for {refused_for:g} s") from None
-            pause = min(float(answer.headers.get("Retry-After", 1.0)), wait_seconds - refused_for)
-            await asyncio.sleep(pause)
-            refused_for += pause
-
-
 @task(name="dashboard-night", task_run_name="night-{block}")
 async def dashboard_night_task(
     block: str,
@@ -139,7 +109,7 @@ async def dashboard_night_task(
                 tags=["fleet-maintenance", f"dashboard:{block}"],
                 timeout=None,
             )
-    except TimeoutError:
+    except NightBusy:
         return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url,
                               message=f"another night of this dashboard held {night_lock_name(block)!r} "
                                       f"for {lock_wait_seconds:g} s")

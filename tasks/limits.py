@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.asyncio import concurrency
+from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError, concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from dashboard.block import DashboardConnection
@@ -34,15 +35,32 @@ async def ensure_concurrency_limit(name: str, slots: int) -> None:
 @asynccontextmanager
 async def night_lock(dashboard: str, wait: float | None = None) -> AsyncIterator[None]:
     """Hold the dashboard's one-night-at-a-time lock (`fleet-night-<block>`, or `fleet-night-environment`), shared
-    by its nights and its security runs; `NightBusy` after `wait` seconds (None: as long as it takes)."""
+    by its nights, its fan-out and its security runs; `NightBusy` once another run held it `wait` seconds (None: as
+    long as it takes).
+
+    Only the time the server refused the lock (423: another run holds it) counts: a busy Prefect server slow to
+    answer is waited for, not taken for another night (Prefect's own `timeout_seconds` counts both, and under
+    load two of three nights were reported busy after 60 s spent on a starved server's answers and retries)."""
     name = night_lock_name(dashboard)
     await ensure_concurrency_limit(name, 1)
-    async with AsyncExitStack() as stack:
+    refused_for = 0.0
+    while True:
+        acquired = False
         try:
-            await stack.enter_async_context(concurrency(name, occupy=1, timeout_seconds=wait, strict=True))
-        except TimeoutError:
-            raise NightBusy(f"another run of this dashboard held {name!r} for {wait:g} s") from None
-        yield
+            async with concurrency(name, occupy=1, max_retries=0, strict=True):
+                acquired = True
+                yield
+            return
+        except ConcurrencySlotAcquisitionError as error:
+            answer = getattr(error.__cause__, "response", None)  # httpx's HTTPStatusError: the server's answer
+            if acquired or getattr(answer, "status_code", None) != 423:
+                raise
+            if wait is not None and refused_for >= wait:
+                raise NightBusy(f"another run of this dashboard held {name!r} for {refused_for:g} s") from None
+            pause = float(answer.headers.get("Retry-After", 1.0))
+            pause = pause if wait is None else max(min(pause, wait - refused_for), 0.05)
+            await asyncio.sleep(pause)
+            refused_for += pause
 
 
 def dashboard_name(dashboard: DashboardConnection | None) -> str:

@@ -16,8 +16,7 @@ from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.engine.estate import Estate, NightStatus, night_lock_name, write_limit_name
 from flows.dashboards import maintain_dashboards
-from tasks.dashboards import night_lock
-from tasks.limits import ensure_concurrency_limit
+from tasks.limits import NightBusy, ensure_concurrency_limit, night_lock
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -68,6 +67,6 @@ async def test_a_slow_prefect_server_is_waited_for_and_only_another_nights_lock_
     async with night_lock("slow-server", 1.0):
         pass
     async with concurrency(night_lock_name("slow-server"), occupy=1, strict=True):  # another night holds it
-        with pytest.raises(TimeoutError):
+        with pytest.raises(NightBusy):
             async with night_lock("slow-server", 1.0):
                 pass
