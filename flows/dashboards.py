@@ -70,8 +70,7 @@ async def maintain_dashboards(
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
         environment: Extra variables for one dashboard's night, by block name (its policy file, recipients...).
         deployment: The deployment each dashboard's night runs as (`flow name/deployment name`).
-        lock_wait_seconds: How long another night may hold a dashboard's night lock before this one is reported
-            busy (the time a slow Prefect server takes to answer does not count).
+        lock_wait_seconds: How long another night may hold a dashboard's night lock before this one is busy.
     """
     logger = get_run_logger()
     started = datetime.now(UTC)

@@ -47,7 +47,8 @@ async def night_lock(dashboard: str, wait: float | None = None) -> AsyncIterator
     while True:
         acquired = False
         try:
-            async with concurrency(name, occupy=1, max_retries=0, strict=True):
+            # a lease a starved server let lapse must not cancel a night halfway through its updates
+            async with concurrency(name, occupy=1, max_retries=0, strict=True, raise_on_lease_renewal_failure=False):
                 acquired = True
                 yield
             return
