@@ -30,6 +30,7 @@ from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLi
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
+from prefect.runner import _starter_engine as engine_starter
 from prefect.schedules import Cron, Interval, Schedule
 from prefect.states import Cancelled
 from pydantic import Field, field_validator
@@ -45,6 +46,20 @@ from flows.security import patch_vulnerabilities
 from flows.sync import sync_fleet
 from flows.update import update_fleet
 from tasks.limits import ensure_concurrency_limit
+
+_start_process = engine_starter.run_process
+
+
+async def _run_in_a_session_of_its_own(command: list[str], **kwargs: Any) -> Any:
+    """Start a flow run's process out of `fleet serve`'s process group: a Ctrl-C at its terminal (or a signal to
+    its group) is `fleet serve`'s to handle, and it cancels its runs itself; reaching a run's process still
+    importing Prefect, it printed a KeyboardInterrupt traceback into `fleet serve`'s output. Prefect's engine
+    starter reads `run_process` from its module so that it can be replaced (its docstring), and starts a new
+    session itself only on request (`isolate_process_group`), which the Runner never makes."""
+    return await _start_process(command, start_new_session=True, **kwargs)
+
+
+engine_starter.run_process = _run_in_a_session_of_its_own
 
 ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
 TAGS = ["fleet-maintenance"]

@@ -11,6 +11,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError, concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.logging import get_logger
 
 from dashboard.block import DashboardConnection
 from fleet.engine.estate import night_lock_name
@@ -58,6 +59,10 @@ async def night_lock(dashboard: str, wait: float | None = None) -> AsyncIterator
                 raise
             if wait is not None and refused_for >= wait:
                 raise NightBusy(f"another run of this dashboard held {name!r} for {refused_for:g} s") from None
+            if not refused_for:  # said once: a killed run's lock is held until its lease lapses (300 s)
+                get_logger("fleet.night_lock").warning(
+                    "waiting for %r: another run of this dashboard holds it (a run killed mid-night holds it until "
+                    "its lease lapses, within 5 minutes)", name)
             pause = float(answer.headers.get("Retry-After", 1.0))
             pause = pause if wait is None else max(min(pause, wait - refused_for), 0.05)
             await asyncio.sleep(pause)
