@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.tls import Certificate, self_signed
@@ -125,35 +127,32 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
     return self_signed(tmp_path_factory.mktemp("tls"))
 
 
-HARNESS: list[bool] = []  # set while this process's Prefect test server runs
-
-
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
     """One Prefect test server per test process (about 9 s to start), its database in a temporary directory."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
-        HARNESS.append(True)
         yield
-        HARNESS.clear()
         drop_unsent_prefect_items()
 
 
 @pytest.fixture(autouse=True)
 def no_lock_left_behind() -> Iterator[None]:
-    """The worker's Prefect server is shared by its tests, and every in-process night reaches it once it runs (its
-    settings are the process's), whether the test asked for it or not. A night lock a test left held (a night
-    killed with SIGKILL, a test that timed out mid-night) would make every later night of that worker wait out
-    its 300 s lease: each test ends with the server's global concurrency limits deleted."""
+    """A test process's Prefect servers (its harness, or the temporary server Prefect starts for the first flow
+    run without one) are shared by its tests: every in-process night reaches one of them. A night lock a test left
+    held (a night killed with SIGKILL, a test that timed out mid-night) would make every later night there wait
+    out its lease, or for ever on a temporary server, which reclaims no lease: each test ends with the global
+    concurrency limits of those servers deleted."""
     yield
-    if not HARNESS:
+    started = sys.modules.get("prefect.server.api.server")
+    if started is None:
         return
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        for limit in client.read_global_concurrency_limits(limit=200):
-            client.delete_global_concurrency_limit_by_name(limit.name)
+    for server in list(started.SubprocessASGIServer._instances.values()):
+        if server.running:
+            found = httpx.post(f"{server.api_url}/v2/concurrency_limits/filter", json={}, timeout=30)
+            for limit in found.json() if found.is_success else []:
+                httpx.delete(f"{server.api_url}/v2/concurrency_limits/{limit['name']}", timeout=30)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
