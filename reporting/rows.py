@@ -47,6 +47,7 @@ class ItemRow:
     until: date | None = None
     suspect: bool = False
     security: ItemSecurity | None = None  # what the update fixes or leaves open (the vulnerability feed)
+    fix_waited_hours: float | None = None  # a security fix installed tonight: hours since first offered
 
 
 @dataclass(slots=True)

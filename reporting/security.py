@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -61,6 +62,18 @@ def _feed_line(summary: Summary, client: bool) -> str:
     return line + "."
 
 
+def fix_wait_words(waited: list[float]) -> str:
+    """" within 3 hours of being available": the longest wait of the fixes installed, each from its fix first
+    offered to the site (said only when every installed fix was measured)."""
+    if not waited:
+        return ""
+    hours = math.ceil(max(waited) - 1e-9)
+    if hours <= 1:
+        return " within an hour of being available"
+    return f" within {hours} hours of being available" if hours <= 48 else \
+        f" within {math.ceil(hours / 24)} days of being available"
+
+
 def _row(item: ItemRow, security: ItemSecurity, vulnerabilities: tuple[Vulnerability, ...], state: str) -> SecurityRow:
     change = f"{item.from_version or '?'} → {item.to_version or '?'}"
     return SecurityRow(item.site_name, item.name or item.slug, item.type.value, change, _labels(vulnerabilities),
@@ -80,6 +93,7 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     say and the feed was never set up. `tidy` makes each untrusted value one bounded line (the report's `clean`)."""
     is_client = client is not None
     held, fixed, still = [], [], []
+    waited: list[float] = []  # hours each installed fix's site waited for it, where the night measured it
     unchecked = 0
     for item in items:
         security = item.security
@@ -88,6 +102,8 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
         if security.security is Security.fixes:
             row = _row(item, security, security.fixes, _state(item, summary.dry_run))
             (fixed if item.outcome is Outcome.updated else held).append(row)
+            if item.outcome is Outcome.updated and item.fix_waited_hours is not None:
+                waited.append(item.fix_waited_hours)
         elif security.security is Security.no_fix:
             still.append(_row(item, security, security.open, ""))
         elif security.security is Security.unchecked:
@@ -100,7 +116,8 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     if feed is None and not (held or fixed or still):
         return None
     fixes_word = "would be installed" if summary.dry_run else "installed"
-    parts = [f"{len(fixed)} security fix{'es' if len(fixed) != 1 else ''} {fixes_word}"]
+    parts = [f"{len(fixed)} security fix{'es' if len(fixed) != 1 else ''} {fixes_word}"
+             + ("" if summary.dry_run or len(waited) != len(fixed) else fix_wait_words(waited))]
     if held:
         parts.append(f"{len(held)} held while vulnerable" if not is_client
                      else f"{len(held)} security fix{'es' if len(held) != 1 else ''} not installed yet")

@@ -97,6 +97,9 @@ class Item(Record):
     security: ItemSecurity | None = Field(
         None, description="What the update means for the site's security: the vulnerabilities it fixes and those it "
         "leaves open (the vulnerability feed); None: not classed.")
+    fix_waited_hours: float | None = Field(
+        None, description="A security fix installed tonight: the hours from its fix first offered to the site to "
+        "tonight (the state database's memory; None in a dry run or without a feed).")
 
 
 class HealthCheck(Record):

@@ -33,11 +33,13 @@ class ExposureStore:
         self._db.close()
 
     def record(self, dashboard: str, now: datetime, seen: Iterable[Seen], patched: Iterable[Key],
-               looked_at: set[int]) -> None:
+               looked_at: set[int]) -> dict[tuple[int, str, str], float]:
         """Tonight's look: `seen` still exposed (a fix offered or not), `patched` installed tonight; an open one
-        of a site looked at that is neither seen nor patched is gone from it (removed, or fixed by other hands)."""
+        of a site looked at that is neither seen nor patched is gone from it (removed, or fixed by other hands).
+        Returns, for each item patched tonight, the hours its site waited for it: from the fix first offered there
+        to tonight (the longest of the vulnerabilities it fixes)."""
         stamp = now.isoformat()
-        seen = list(seen)
+        seen, patched = list(seen), list(patched)
         with self._db:
             self._db.executemany(
                 "INSERT INTO vuln_exposure (dashboard, site_id, type, slug, vuln_id, cve, published, first_seen) "
@@ -60,6 +62,15 @@ class ExposureStore:
             self._db.executemany(
                 "UPDATE vuln_exposure SET patched = ? WHERE dashboard = ? AND site_id = ? AND type = ? AND slug = ? "
                 "AND vuln_id = ?", [(stamp, dashboard, *key) for key in gone])
+            waited: dict[tuple[int, str, str], float] = {}
+            for site, type_, slug, vuln in patched:
+                row = self._db.execute(
+                    "SELECT fix_offered FROM vuln_exposure WHERE dashboard = ? AND site_id = ? AND type = ? AND "
+                    "slug = ? AND vuln_id = ? AND patched = ?", (dashboard, site, type_, slug, vuln, stamp)).fetchone()
+                if row and row[0]:
+                    hours = (now - datetime.fromisoformat(row[0])).total_seconds() / 3600
+                    waited[(site, type_, slug)] = max(hours, waited.get((site, type_, slug), 0.0))
+        return waited
 
     def stats(self, dashboard: str) -> ExposureStats:
         rows = self._db.execute("SELECT site_id, fix_offered, patched FROM vuln_exposure WHERE dashboard = ?",
