@@ -143,8 +143,16 @@ def no_lock_left_behind() -> Iterator[None]:
     run without one) are shared by its tests: every in-process night reaches one of them. A night lock a test left
     held (a night killed with SIGKILL, a test that timed out mid-night) would make every later night there wait
     out its lease, or for ever on a temporary server, which reclaims no lease: each test ends with the global
-    concurrency limits of those servers deleted."""
+    concurrency limits of those servers deleted, and Prefect's slot services stopped: each keeps the API client
+    of the server that was current when it started (a temporary server, before the harness), and would ask that
+    one for the next test's locks."""
     yield
+    if "prefect.concurrency.services" in sys.modules:
+        from prefect._internal.concurrency.services import _QueueServiceBase
+
+        for service in tuple(_QueueServiceBase._instances.values()):
+            if type(service).__module__.startswith("prefect.concurrency"):
+                service._stop()
     started = sys.modules.get("prefect.server.api.server")
     if started is None:
         return
