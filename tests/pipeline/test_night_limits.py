@@ -53,12 +53,25 @@ def spy_update_calls(monkeypatch) -> list[tuple[int, str, str]]:
 
 
 @pytest.mark.long(20)
-async def test_a_450_site_night_with_the_default_gateway_hits_it_never(dashboard):
+async def test_a_450_site_night_with_the_default_gateway_meets_it_only_at_a_slow_sites_first_update(dashboard, caplog):
+    """nginx's 60 s is met by no call of ordinary sites, and by a slow site (10 times slower, 2% of the fleet) at
+    most once: the sizer cannot know a site is slow before one of its calls measures it, and a sync call of many
+    sites hides one slow site (x1.45 when it takes x1.6 to be suspected); its first update call, of several items,
+    may then pass the gateway, and after that it goes alone, cut to fit. (This test said "never" and failed in most
+    runs once the emulator's slow sites were drawn per site, as a real fleet's are.)"""
     emulator = dashboard(sites=450, seed=5, time_scale=0.004)
+    caplog.set_level(logging.WARNING)
     summary, plan = read_run(await nightly_maintenance(selection=Selection(), send_report=False))
     truth = emulator.truth()
     capacity = truth["capacity"]
-    assert capacity["gateway_timeouts"] == 0
+    slow = set(capacity["slow_sites"]["site_ids"])
+    met = [tuple(map(int, re.findall(r"\d+", found.group(1)))) for found in
+           (re.search(r"of site\(s\) \[([\d, ]+)\]: .* HTTP 504", record.getMessage()) for record in caplog.records)
+           if found]
+    assert len(met) == capacity["gateway_timeouts"], met
+    assert all(slow & set(sites) for sites in met), (met, sorted(slow))
+    hits = Counter(site for sites in met for site in sites if site in slow)
+    assert all(count == 1 for count in hits.values()), hits
     child = capacity["child_connections"]  # MainWP's defaults: 4 at once, 200 ms apart, 1 per server IP, 1 s apart
     assert child["max_open_per_ip"] == 1 and child["max_open"] <= 4
     waited = child["waited_seconds"]
