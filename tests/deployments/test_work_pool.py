@@ -1,6 +1,7 @@
-"""The night over three dashboards on a real work pool, set up with the README's commands: a Prefect server on a
-socket, a process pool, two `prefect worker` processes, three emulated dashboards saved as blocks, and
-`prefect deployment run` of maintain-dashboards (twice: all three answer, then one does not)."""
+"""The night over several dashboards on a real work pool, set up with the README's commands: a Prefect server on a
+socket, a process pool, two `prefect worker` processes, two emulated dashboards saved as blocks, and
+`prefect deployment run` of maintain-dashboards (twice: both answer, then one does not). Two dashboards prove what
+three did (a flow-run process each, their own blocks and write budgets, one down) with three processes fewer."""
 
 from __future__ import annotations
 
@@ -79,8 +80,8 @@ def run_by_a_worker(flow_run: FlowRun, logs: Path) -> bool:
 
 @pytest.mark.long(150)
 @pytest.mark.timeout(900)  # a server, two workers, eight flow-run processes: minutes on a busy machine
-def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
-    with LocalEstate(tmp_path, dashboards=3, workers=2, sites=6, time_scale=0.001) as estate:
+def test_dashboards_on_a_process_pool(tmp_path: Path) -> None:
+    with LocalEstate(tmp_path, dashboards=2, workers=2, sites=6, time_scale=0.001) as estate:
         for documented in documented_commands():
             if documented[:2] != ["prefect", "deployment"]:
                 assert ran_as_documented(documented, estate.commands), f"not run as the README says: {documented}"
@@ -90,10 +91,10 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
             [(n.block, n.status.value, n.message) for n in first.estate.nights], first.output)
         assert ran_as_documented(documented_commands()[-1], estate.commands)
         assert [(n.block, n.status) for n in first.estate.nights] == [
-            (f"dashboard-{i}", NightStatus.completed) for i in (1, 2, 3)
+            (f"dashboard-{i}", NightStatus.completed) for i in (1, 2)
         ]
         runs = asyncio.run(children(estate.api_url, first.flow_run_id))
-        assert len(runs) == 3 and {str(run.id) for run in runs} == {n.flow_run_id for n in first.estate.nights}
+        assert len(runs) == 2 and {str(run.id) for run in runs} == {n.flow_run_id for n in first.estate.nights}
         names = asyncio.run(block_names(estate.api_url, runs))
         assert sorted(names) == sorted(estate.emulators)
         for run, name in zip(runs, names, strict=True):
@@ -105,13 +106,13 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
             assert pid != os.getpid(), "run in a process of its own, not in the test's"
             assert run_by_a_worker(run, estate.logs), f"no worker ran {run.name}"
         sizes = {n.block: n.tally.sites for n in first.estate.nights if n.tally}
-        assert sizes == {"dashboard-1": 6, "dashboard-2": 10, "dashboard-3": 14}, "three different fleets"
+        assert sizes == {"dashboard-1": 6, "dashboard-2": 10}, "two different fleets"
         assert all(n.tally and n.tally.updated > 0 for n in first.estate.nights)
 
         html = first.report.read_text()
-        assert html.index('id="estate"') < html.index('id="dashboard-1"') < html.index('id="dashboard-3"')
+        assert html.index('id="estate"') < html.index('id="dashboard-1"') < html.index('id="dashboard-2"')
         links = re.findall(r'<a href="([^"#][^"]*)">This dashboard', html)
-        assert len(links) == 3 and all((first.directory / link).is_file() for link in links)
+        assert len(links) == 2 and all((first.directory / link).is_file() for link in links)
         assert (first.directory / "estate.eml").is_file(), "delivered like the other reports (no SMTP: .eml)"
 
         stopped = estate.emulators["dashboard-2"]
@@ -123,10 +124,9 @@ def test_three_dashboards_on_a_process_pool(tmp_path: Path) -> None:
 
         assert second.state == "FAILED", "the fan-out ends Failed, naming the dashboard"
         status = {n.block: n.status for n in second.estate.nights}
-        assert status == {"dashboard-1": NightStatus.completed, "dashboard-2": NightStatus.unreachable,
-                          "dashboard-3": NightStatus.completed}
+        assert status == {"dashboard-1": NightStatus.completed, "dashboard-2": NightStatus.unreachable}
         runs = asyncio.run(children(estate.api_url, second.flow_run_id))
-        assert sorted(asyncio.run(block_names(estate.api_url, runs))) == ["dashboard-1", "dashboard-3"]
+        assert sorted(asyncio.run(block_names(estate.api_url, runs))) == ["dashboard-1"]
         assert all(run.state and run.state.type is StateType.COMPLETED for run in runs)
         text = (second.directory / "estate.txt").read_text()
-        assert "1 OF 3 DASHBOARDS DID NOT COMPLETE" in text and "dashboard-2: unreachable" in text
+        assert "1 OF 2 DASHBOARDS DID NOT COMPLETE" in text and "dashboard-2: unreachable" in text
