@@ -39,14 +39,10 @@ lint: $(STAMP)
 TEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 PYTEST_SIDE_BY_SIDE = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
-# The tests marked `alone` check the emulator's modelled time against what a night learns from wall-clock answers:
-# they run one at a time after the others, on a machine the suite no longer keeps busy (both parts always run).
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(PYTEST_SIDE_BY_SIDE) -m "not alone" $(PYTEST_ARGS); side=$$?; \
-	$(BIN)/python -m pytest -m alone $(PYTEST_ARGS); alone=$$?; \
-	[ $$side -eq 0 ] && { [ $$alone -eq 0 ] || [ $$alone -eq 5 ]; }
+	$(PYTEST_SIDE_BY_SIDE) $(PYTEST_ARGS)
 
 coverage: $(STAMP)
 	$(PYTEST_SIDE_BY_SIDE) --cov --cov-report= $(PYTEST_ARGS)

@@ -53,7 +53,6 @@ def spy_update_calls(monkeypatch) -> list[tuple[int, str, str]]:
 
 
 @pytest.mark.long(20)
-@pytest.mark.alone
 async def test_a_450_site_night_with_the_default_gateway_meets_it_only_at_a_slow_sites_first_update(dashboard, caplog):
     """nginx's 60 s is met by no call of ordinary sites, and by a slow site (10 times slower, 2% of the fleet) at
     most once: the sizer cannot know a site is slow before one of its calls measures it, and a sync call of many
@@ -101,7 +100,6 @@ async def test_the_limits_read_from_the_dashboards_settings_are_the_ones_the_nig
 
 
 @pytest.mark.long(20)
-@pytest.mark.alone
 async def test_a_20_s_gateway_is_learned_from_its_first_504(dashboard, monkeypatch, caplog):
     """Shared hosting's 30 s, or less: the budget (20 s, a third of nginx's 60 s) is too long for it, and the night
     learns so from the first 504 instead of meeting the gateway call after call."""
@@ -351,7 +349,6 @@ async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashb
 
 
 @pytest.mark.long(20)
-@pytest.mark.alone
 async def test_behind_a_20_s_gateway_a_slow_site_meets_it_at_most_once_per_step(dashboard, monkeypatch):
     """A site that alone outlasts a short gateway cannot be made faster, but all its items of a step go in one call,
     whose outcome is read back: it meets the gateway once per step, not once per item. And once the gateway is
