@@ -85,7 +85,7 @@ class LocalPrefectServer:
             self._process = subprocess.Popen(self.argv, env=env, stdout=log,  # noqa: S603 - our own command
                                              stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_until_healthy()
-        if LocalPrefectServer._blank_database is None and blank is None:
+        if blank is None:
             LocalPrefectServer._blank_database = self._copy_database()
         return self
 
