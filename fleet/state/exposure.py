@@ -43,7 +43,8 @@ class ExposureStore:
         with self._db:
             self._db.executemany(
                 "INSERT INTO vuln_exposure (dashboard, site_id, type, slug, vuln_id, cve, published, first_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET patched = NULL",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET patched = NULL, "  # open again:
+                "fix_offered = CASE WHEN patched IS NULL THEN fix_offered END",  # its wait starts anew
                 [(dashboard, site, type_, slug, vuln, cve, published, stamp)
                  for site, type_, slug, vuln, cve, published, _ in seen])
             self._db.executemany(
