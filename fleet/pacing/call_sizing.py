@@ -75,7 +75,7 @@ class CallSizer:
     slow_calls: int = 0
     seen: set[int] = field(default_factory=set)
     lost_sites: set[int] = field(default_factory=set)
-    unjudged: dict[Operation, list[tuple[int, float]]] = field(default_factory=dict)
+    unjudged: dict[Operation, list[tuple[list[Work], float]]] = field(default_factory=dict)
     slots: ChildSlots | None = None  # the dashboard's limits on calls to child sites, once the night read them
     gateway_seen: float | None = None  # how long a gateway's 504 took, once one came sooner than assumed
 
@@ -178,8 +178,7 @@ class CallSizer:
             if self.outlasts(operation, part.site_id):
                 first.append(part)
             elif part.slugs and part.units > fits:
-                pieces = [Work(part.site_id, len(slugs), slugs, part=True)
-                          for slugs in (part.slugs[start : start + fits] for start in range(0, len(part.slugs), fits))]
+                pieces = self._cut(part, fits)
                 if known_slow:
                     first += pieces
                 else:
@@ -206,6 +205,12 @@ class CallSizer:
         if self.alone(head.site_id):
             if head.part and self.outlasts(operation, head.site_id):
                 return [self._rejoined(queue, head.site_id)]
+            fits = self.units_per_call(operation, head.site_id)
+            if head.slugs and head.units > fits and not self.outlasts(operation, head.site_id):
+                # found slow after the step was cut (its answer lost in another call of the step): cut it now
+                first, *rest = self._cut(queue.popleft(), fits)
+                queue.extendleft(reversed(rest))
+                return [first]
             return [queue.popleft()]
         room = self.units_per_call(operation)
         if head.site_id not in self.seen:
@@ -222,6 +227,12 @@ class CallSizer:
             used += units
             taken.append(queue.popleft())
         return taken
+
+    @staticmethod
+    def _cut(work: Work, fits: int) -> list[Work]:
+        """A site's items in parts of `fits` units, each a call of its own."""
+        return [Work(work.site_id, len(slugs), slugs, part=True)
+                for slugs in (work.slugs[start : start + fits] for start in range(0, len(work.slugs), fits))]
 
     @staticmethod
     def _rejoined(queue: deque[Work], site_id: int) -> Work:
@@ -246,56 +257,60 @@ class CallSizer:
         return (self.ip_waits(operation, [*taken, part]) - self.ip_waits(operation, taken)) / per_unit
 
     def learn(self, operation: Operation, work: list[Work], elapsed: float | None) -> None:
-        """Fold one answer in: the call's time per unit, and whether a site in it is slow."""
+        """Fold one answer in: the call's time per unit, and whether a site in it is slow.
+
+        The first `JUDGE_AFTER` answers are only kept: one answer is no yardstick (a site the dashboard refuses
+        at once answered in half an ordinary sync, and every ordinary site after it was then taken for slow and
+        the estimate stayed at the outlier). Once there are enough, they are judged against their median."""
         if elapsed is None or not work:
             return
         self.calls += 1
         self.seen.update(part.site_id for part in work)
         elapsed = max(elapsed - self.ip_waits(operation, work), elapsed / 10)  # the work, not MainWP's delays
+        history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
+        if len(history) < JUDGE_AFTER:
+            self.unjudged.setdefault(operation, []).append((work, elapsed))
+            if not (len({part.site_id for part in work}) == 1 and self.alone(work[0].site_id)):
+                history.append(elapsed / max(sum(part.units for part in work), 1))
+            if len(history) >= JUDGE_AFTER:
+                for early_work, early_elapsed in self.unjudged.pop(operation):
+                    self._judge(operation, early_work, early_elapsed)
+            return
+        if not self._judge(operation, work, elapsed):
+            history.append(elapsed / max(sum(part.units for part in work), 1))
+
+    def _judge(self, operation: Operation, work: list[Work], elapsed: float) -> bool:
+        """Whether an answer shows a slow site (marking it, or the call's sites as suspects), against the
+        estimate; a one-site call that was not slow clears its site."""
         units = sum(part.units for part in work)
-        predicted = self.predict(operation, work)
+        ordinary = self.estimate(operation) or elapsed / max(units, 1)
         if len({part.site_id for part in work}) == 1:
             site = work[0].site_id
             per_unit = elapsed / max(units, 1)
-            ordinary = self.estimate(operation)
-            if ordinary is None:
-                if self.alone(site):
-                    return  # nothing to compare it with yet: it stays as it is, out of the estimate
-                self.unjudged.setdefault(operation, []).append((site, per_unit))
-            elif per_unit > ordinary * SLOW_MARGIN:
+            if per_unit > ordinary * SLOW_MARGIN:
                 self.suspects.discard(site)
                 self.site_factor[site] = per_unit / ordinary
                 self.slow_calls += 1
-                return
-            elif site not in self.lost_sites:  # a lost call may have done this one's work: fast, and no proof
+                return True
+            if site not in self.lost_sites:  # a lost call may have done this one's work: fast, and no proof
                 self.suspects.discard(site)
                 self.site_factor.pop(site, None)
-        elif predicted is not None and elapsed > predicted * SLOW_MARGIN:
-            # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
-            # makes it, until a call of its own measures it (its next work is cut to fit that).
-            # The excess is measured against an estimate that a loaded client inflates, so a suspect is taken
-            # for at least the slow tail.
-            ordinary = self.estimate(operation) or elapsed / max(units, 1)
-            for part in work:
-                if part.site_id not in self.site_factor:
-                    self.suspects.add(part.site_id)
-                    others = (units - part.units) * ordinary
-                    excess = (elapsed - others) / (part.units * ordinary)
-                    self.site_factor[part.site_id] = max(TAIL_FACTOR, excess)
-            self.slow_calls += 1
-            return
-        history = self.per_unit.setdefault(operation, deque(maxlen=HISTORY))
-        history.append(elapsed / max(units, 1))
-        if len(history) >= JUDGE_AFTER and self.unjudged.get(operation):
-            self._judge_first_answers(operation)
-
-    def _judge_first_answers(self, operation: Operation) -> None:
-        """The first one-site calls had nothing to be compared with: now a slow one among them is known."""
-        ordinary = self.estimate(operation) or 0.0
-        for site, per_unit in self.unjudged.pop(operation):
-            if ordinary and per_unit > ordinary * SLOW_MARGIN:
-                self.site_factor[site] = per_unit / ordinary
-                self.slow_calls += 1
+            return False
+        predicted = self.predict(operation, work)
+        if predicted is None or elapsed <= predicted * SLOW_MARGIN:
+            return False
+        # Which site was slow is unknown: each suspect is taken to be the one, as slow as the whole excess
+        # makes it, until a call of its own measures it (its next work is cut to fit that).
+        # The excess is measured against an estimate that a loaded client inflates, so a suspect is taken
+        # for at least the slow tail.
+        for part in work:
+            if part.site_id not in self.site_factor:
+                self.suspects.add(part.site_id)
+                others = (units - part.units) * ordinary
+                excess = (elapsed - others) / (part.units * ordinary)
+                self.site_factor[part.site_id] = max(TAIL_FACTOR, excess)
+        self.slow_calls += 1
+        return True
 
     def lost(self, operation: Operation, work: list[Work], gateway_after: float | None = None) -> None:
         """A call's answer was lost (the gateway's 504, a timeout): a site in it is slower than thought, so each
@@ -321,6 +336,8 @@ class CallSizer:
                             GATEWAY_FACTOR * before,
                             self.budget, before)
             self.gateway_seen = gateway_after
+        elif timed_out and self.gateway_seen is not None:  # the quickest 504 is the closest to the gateway's own
+            self.gateway_seen = min(self.gateway_seen, gateway_after)
 
 
 @dataclass

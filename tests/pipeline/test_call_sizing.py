@@ -7,7 +7,13 @@ from collections import deque
 
 import pytest
 
-from fleet.pacing.call_sizing import CallSizer, Work, send_sized
+from fleet.pacing.call_sizing import JUDGE_AFTER, CallSizer, Work, send_sized
+
+
+def measured(sizer: CallSizer, operation: str, per_unit: float) -> None:
+    """Enough one-site answers of ordinary sites (ids 1000 on) that the next answers are judged against them."""
+    for site_id in range(1000, 1000 + JUDGE_AFTER):
+        sizer.learn(operation, [Work(site_id, 1, ("a",))], per_unit)
 
 
 def sites(*ids: int, units: int = 1) -> deque[Work]:
@@ -37,7 +43,7 @@ def test_operations_are_learned_apart():
 
 def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alone():
     sizer = CallSizer(budget=20)
-    sizer.learn("sync", [Work(1)], 2.0)
+    measured(sizer, "sync", 2.0)
     call = [Work(site_id) for site_id in range(2, 11)]
     sizer.learn("sync", call, 16.0 + 20.0)  # one of the nine is ten times slower
     assert sizer.suspects == set(range(2, 11))
@@ -45,7 +51,7 @@ def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alon
     assert sizer.factor(2) == 10.0, "until measured alone, each suspect is taken for the slow one"
     sizer.learn("sync", [Work(20), Work(21), Work(22)], 12.0)  # slow, though not ten times: the tail until measured
     assert sizer.factor(20) == 10.0
-    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    measured(sizer, "update_item", 3.0)
     assert len(sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c"))])) == 3, "a suspect's items go one by one"
     queue = sites(2, 3, 50, 51)
     assert [w.site_id for w in sizer.take("sync", queue)] == [2]
@@ -55,7 +61,7 @@ def test_a_call_much_slower_than_predicted_makes_its_sites_suspects_that_go_alon
 
 def test_a_suspect_measured_alone_is_cleared_or_known_slow():
     sizer = CallSizer(budget=20)
-    sizer.learn("sync", [Work(1)], 2.0)
+    measured(sizer, "sync", 2.0)
     sizer.learn("sync", [Work(2), Work(3)], 24.0)
     sizer.learn("sync", [Work(2)], 2.1)
     sizer.learn("sync", [Work(3)], 20.0)
@@ -65,15 +71,29 @@ def test_a_suspect_measured_alone_is_cleared_or_known_slow():
 
 def test_a_slow_sites_update_items_are_cut_to_fit_the_budget_on_their_own():
     sizer = CallSizer(budget=20)
-    sizer.learn("sync", [Work(1)], 2.0)
+    measured(sizer, "sync", 2.0)
     sizer.learn("sync", [Work(7)], 20.0)  # site 7: ten times slower on every call
-    sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)
+    measured(sizer, "update_item", 3.0)
     sizer.learn("sync", [Work(8)], 20.0)  # site 8 too
     parts = sizer.split_slow("update_item", [Work(1, 5, ("a",) * 5), Work(7, 5, ("a", "b", "c", "d", "e")),
                                              Work(8, 1, ("a",))])
     assert [(p.site_id, p.slugs) for p in parts] == [(7, ("a",)), (7, ("b",)), (7, ("c",)), (7, ("d",)),
                                                      (7, ("e",)), (8, ("a",)), (1, ("a",) * 5)], \
         "a site known slow goes first, all of it: its long calls run beside the ordinary ones"
+
+
+def test_a_site_found_slow_after_its_step_was_cut_is_cut_when_its_turn_comes():
+    """Its answer lost in one group's call (one slug filter), its items of another group were still whole: they
+    went in one call, and met the gateway a second time."""
+    sizer = CallSizer(budget=20)
+    measured(sizer, "update_item", 3.0)
+    queue = deque(sizer.split_slow("update_item", [Work(7, 3, ("a", "b", "c")), Work(8, 2, ("a", "b"))]))
+    assert list(queue) == [Work(7, 3, ("a", "b", "c")), Work(8, 2, ("a", "b"))], "nothing known: whole"
+    sizer.lost("update_item", [Work(7, 2, ("x", "y"))])
+    assert sizer.take("update_item", queue) == [Work(7, 1, ("a",), part=True)]
+    assert sizer.take("update_item", queue) == [Work(7, 1, ("b",), part=True)]
+    assert sizer.take("update_item", queue) == [Work(7, 1, ("c",), part=True)]
+    assert sizer.take("update_item", queue) == [Work(8, 2, ("a", "b"))]
 
 
 def test_a_lost_answer_blames_the_sites_in_the_call_never_the_budget():
@@ -124,9 +144,9 @@ def test_send_sized_keeps_groups_apart_and_no_more_calls_in_flight_than_the_limi
 
 def test_a_suspects_first_item_goes_first_and_its_rest_goes_in_one_call_once_it_proved_ordinary():
     sizer = CallSizer(budget=20)
-    sizer.learn("sync", [Work(1)], 2.0)
+    measured(sizer, "sync", 2.0)
     sizer.learn("sync", [Work(2), Work(3)], 24.0)  # 2 or 3 is slow
-    sizer.learn("update_item", [Work(1, 1, ("a",))], 3.0)
+    measured(sizer, "update_item", 3.0)
     parts = sizer.split_slow("update_item", [Work(2, 3, ("a", "b", "c")), Work(3, 2, ("a", "b")),
                                              Work(4, 2, ("a", "b"))])
     assert [(p.site_id, p.slugs, p.part) for p in parts] == [
@@ -142,9 +162,9 @@ def test_a_suspects_first_item_goes_first_and_its_rest_goes_in_one_call_once_it_
     assert sizer.take("update_item", queue) == [parts[5]], "the slow site's rest still goes alone"
 
 
-def test_before_anything_is_known_a_slow_sites_answer_does_not_become_the_estimate():
+def test_before_any_update_is_known_a_slow_sites_answer_does_not_become_its_estimate():
     sizer = CallSizer(budget=20)
-    sizer.learn("sync", [Work(1)], 2.0)
+    measured(sizer, "sync", 2.0)
     sizer.learn("sync", [Work(9)], 20.0)
     sizer.learn("update_item", [Work(9, 1, ("a",))], 30.0)
     assert sizer.estimate("update_item") is None and sizer.alone(9)
@@ -158,6 +178,20 @@ def test_a_slow_site_among_the_first_one_site_calls_is_known_once_there_is_somet
         sizer.learn("sync", [Work(site_id)], 2.0)
     assert sizer.alone(1) and sizer.factor(1) == 10.0
     assert sizer.estimate("sync") == 2.0
+
+
+def test_one_quick_first_answer_is_no_yardstick_for_the_ordinary_sites_after_it():
+    """A site the dashboard refuses at once (known offline) answered first in half a sync: every ordinary site
+    after it was taken for slow, went alone for the night, and the estimate stayed at the outlier."""
+    sizer = CallSizer(budget=20)
+    sizer.learn("sync", [Work(1)], 1.0)
+    sizer.learn("sync", [Work(2), Work(3), Work(4)], 6.3)
+    for site_id in range(5, 8):
+        sizer.learn("sync", [Work(site_id)], 2.1)
+    assert not any(sizer.alone(site_id) for site_id in range(1, 8))
+    assert sizer.estimate("sync") == 2.1
+    sizer.learn("sync", [Work(8)], 21.0)
+    assert sizer.alone(8), "once judged against the median, a slow site still shows"
 
 
 def test_sites_never_measured_share_a_call_only_a_few_at_a_time():
@@ -181,13 +215,14 @@ def test_a_gateway_shorter_than_the_budget_assumes_is_learned_from_its_first_504
     assert sizer.units_per_call("sync") == 3
     sizer.lost("sync", [Work(site_id) for site_id in range(21, 24)], gateway_after=20.2)  # a call already open
     assert sizer.budget == pytest.approx(20.5 / 3), "a second 504 of the same gateway changes nothing"
+    assert sizer.gateway_seen == 20.2, "but the quickest 504 is the closest to the gateway's patience"
     assert [record.levelname for record in caplog.records] == ["WARNING"]
     assert "gave up after 20.5 s" in caplog.text
 
 
 def test_a_site_whose_one_item_outlasts_a_short_gateway_sends_all_its_items_of_a_step_in_one_call():
     sizer = CallSizer(budget=20)
-    sizer.learn("update_item", [Work(1, 2, ("a", "b"))], 6.0)  # 3 s an item
+    measured(sizer, "update_item", 3.0)
     sizer.learn("update_item", [Work(6, 1, ("a",)), Work(7, 1, ("a",))], 33.0)  # one of them ten times slower
     cut = sizer.split_slow("update_item", [Work(7, 3, ("a", "b", "c")), Work(8, 1, ("a",))])
     assert [part.units for part in cut] == [1, 1, 1, 1], "30 s an item fits the 60 s gateway assumed: cut"

@@ -259,7 +259,8 @@ def read_plan(run_dir: Path):
 
 
 async def test_progress_lines_appear_while_a_job_is_waited_on(dashboard, monkeypatch, caplog):
-    emulator = dashboard(sites=40, seed=7, time_scale=0.01)
+    # the job takes about 2 s of wall time: past 1 s even when a busy machine starts the wait late
+    emulator = dashboard(sites=40, seed=7, time_scale=0.02)
     emulator.post("options", {f"{emulator.server.config.namespace}_abilities_batch_threshold": 10})
     monkeypatch.setenv("FLEET_BATCH_THRESHOLD", "10")
     monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")  # one job for all the core updates
