@@ -125,19 +125,24 @@ class LocalEstate:
             for block, server in self.emulators.items()
             if server.app is not None
         }
-        done = self._run([command_path("prefect"), "deployment", "run", FAN_OUT, "--params",
-                          json.dumps({"environment": environment}), "--watch", "--watch-interval", "2",
-                          "--watch-timeout", str(int(timeout))], check=False, timeout=timeout + 60)
-        found = _UUID.search(done.stdout)
-        if not found:
-            raise RuntimeError(f"prefect deployment run printed no flow run id:\n{done.stdout}\n{done.stderr}")
-        flow_run_id = found.group(1)
-        state = self._final_state(flow_run_id, timeout)  # `--watch` may stop early when its event stream closes
+        flow_run_id, state, done = self.run_deployment(FAN_OUT, {"environment": environment}, timeout)
         directory = find_run_dir(self.report_dir / "estate", flow_run_id, marker=ESTATE_FILE)
         if directory is None:
             raise RuntimeError(f"the fan-out {flow_run_id} ended {state} and wrote no {ESTATE_FILE}:\n"
                                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nlogs: {self.logs}")
         return EstateRun(flow_run_id, state, done.stdout, Estate.read(directory), directory)
+
+    def run_deployment(self, deployment: str, parameters: dict[str, object],
+                       timeout: float = 600) -> tuple[str, str, subprocess.CompletedProcess[str]]:
+        """`prefect deployment run` watched to its end: the flow run's id, its final state type, the command."""
+        done = self._run([command_path("prefect"), "deployment", "run", deployment, "--params", json.dumps(parameters),
+                          "--watch", "--watch-interval", "2", "--watch-timeout", str(int(timeout))], check=False,
+                         timeout=timeout + 60)
+        found = _UUID.search(done.stdout)
+        if not found:
+            raise RuntimeError(f"prefect deployment run printed no flow run id:\n{done.stdout}\n{done.stderr}")
+        flow_run_id = found.group(1)
+        return flow_run_id, self._final_state(flow_run_id, timeout), done  # `--watch` may stop early
 
     def stop(self) -> None:
         """Workers first (each started in its own process group), then the server, then the dashboards."""

@@ -1,6 +1,6 @@
 """The night over many dashboards as deployments on a work pool, run from a checkout every worker can read.
 
-`prefect deploy --all` (prefect.yaml) registers the same two deployments with a pull step that clones the
+`prefect deploy --all` (prefect.yaml) registers the same deployments with a pull step that clones the
 repository; this registers them with the checkout's own path instead (one machine, or the same path mounted on
 every worker), which is what `fleet deploy` and `fleet demo --dashboards` do.
 """
@@ -15,9 +15,10 @@ from uuid import UUID
 from prefect import Flow
 
 from deployments.serve import ONE_AT_A_TIME, TAGS
-from flows.dashboards import NIGHT_DEPLOYMENT
+from flows.dashboards import NIGHT_DEPLOYMENT, SECURITY_DEPLOYMENT
 
 FAN_OUT_DEPLOYMENT = "maintain-dashboards/maintain-dashboards"
+SECURITY_FAN_OUT_DEPLOYMENT = "patch-dashboards/patch-dashboards"
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,21 @@ POOL_DEPLOYMENTS = [
         "The night over every saved dashboard: one dashboard-night run each, one combined report.",
         one_at_a_time=True,
     ),
+    PoolDeployment(
+        "flows/security.py:patch_vulnerabilities", SECURITY_DEPLOYMENT.split("/")[1],
+        "One dashboard's security run, started by patch-dashboards (it takes the dashboard's night lock itself).",
+        one_at_a_time=False,
+    ),
+    PoolDeployment(
+        "flows/dashboards.py:patch_dashboards", SECURITY_FAN_OUT_DEPLOYMENT.split("/")[1],
+        "Between nights, every saved dashboard's security run: the fixes of known vulnerabilities, applied now.",
+        one_at_a_time=True,
+    ),
 ]  # fmt: skip
 
 
 async def deploy_to_pool(source: Path, pool: str, job_variables: dict[str, Any] | None = None) -> list[UUID]:
-    """Register `dashboard-night` and `maintain-dashboards` on `pool`, running the code in `source`."""
+    """Register the two fan-outs and their per-dashboard deployments on `pool`, running the code in `source`."""
     ids = []
     for deployment in POOL_DEPLOYMENTS:
         flow = await Flow.afrom_source(source=str(source.resolve()), entrypoint=deployment.entrypoint)

@@ -1,7 +1,11 @@
-"""`maintain_dashboards`: one night over many dashboards, each one's night on whichever worker picks it up.
+"""The fan-outs over many dashboards, each dashboard's run on whichever worker picks it up.
 
-which dashboards -> does each answer -> its own limits -> one `nightly-maintenance` flow run per dashboard on the
-work pool, side by side, each waited for -> one estate -> the combined report.
+`maintain_dashboards`, the night: which dashboards -> does each answer -> its own limits -> one
+`nightly-maintenance` flow run per dashboard on the work pool, side by side, each waited for -> one estate -> the
+combined report.
+
+`patch_dashboards`, between nights: which dashboards -> does each answer -> its own limits -> one `security-patch`
+flow run per dashboard on the work pool, side by side (each reports its own fixes).
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from datetime import UTC, datetime
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 
-from fleet.engine.estate import DashboardNight, Estate
+from fleet.engine.estate import DashboardNight, Estate, NightStatus
 from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
 from flows.parameters import SavedEmailServer
 from flows.update import run_identity
 from reporting.settings import MailSettings
 from tasks.dashboards import (
+    Reach,
     dashboard_night_task,
+    dashboard_security_task,
     ensure_dashboard_limits_task,
     reach_dashboard_task,
     saved_dashboards_task,
@@ -27,6 +33,7 @@ from tasks.dashboards import (
 from tasks.estate import report_estate_task
 
 NIGHT_DEPLOYMENT = "nightly-maintenance/dashboard-night"
+SECURITY_DEPLOYMENT = "security-patch/dashboard-security"
 ESTATE_DIR = "estate"
 
 
@@ -36,9 +43,32 @@ def night_parameters(
     """The parameters of every dashboard's night (the e-mail block goes as a reference to the same saved block)."""
     parameters: dict[str, object] = {"selection": selection.model_dump(mode="json"), "dry_run": dry_run,
                                      "policy_file": policy_file, "send_report": send_report}
-    if email is not None:
-        parameters["email_block"] = email.model_dump(context={"serialize_blocks_as_references": True})
-    return parameters
+    return {**parameters, **email_parameter(email)}
+
+
+def email_parameter(email: SavedEmailServer) -> dict[str, object]:
+    """The e-mail block as a child run's parameter: a reference to the same saved block (none: nothing)."""
+    if email is None:
+        return {}
+    return {"email_block": email.model_dump(context={"serialize_blocks_as_references": True})}
+
+
+async def saved_blocks(dashboards: list[str] | None) -> list[str]:
+    """The dashboards named, or every saved one; none at all is a mistake said plainly."""
+    blocks = list(dict.fromkeys(dashboards or await saved_dashboards_task()))
+    if not blocks:
+        raise ValueError("no saved Dashboard Connection blocks: save one (`fleet blocks save --dashboard NAME`)")
+    return blocks
+
+
+async def reached(block: str, slots: int) -> DashboardNight | Reach:
+    """The dashboard, once it answered and its limits exist; or why it gets no run."""
+    reach = await reach_dashboard_task(block)
+    if reach.status is not None:
+        get_run_logger().warning("dashboard %s: %s: %s", block, reach.status.value, reach.reason)
+        return DashboardNight(block=block, status=reach.status, message=reach.reason, base_url=reach.base_url)
+    await ensure_dashboard_limits_task(block, slots)
+    return reach
 
 
 @flow(name="maintain-dashboards", log_prints=False)
@@ -78,18 +108,14 @@ async def maintain_dashboards(
     settings = pipeline_settings(report_dir)
     mail = MailSettings.for_block(email_block) if send_report and not dry_run else None  # unusable: said now
     root = settings.report_dir.resolve()
-    blocks = list(dict.fromkeys(dashboards or await saved_dashboards_task()))
-    if not blocks:
-        raise ValueError("no saved Dashboard Connection blocks: save one (`fleet blocks save --dashboard NAME`)")
+    blocks = await saved_blocks(dashboards)
     logger.info("%d dashboard(s): %s", len(blocks), ", ".join(blocks))
     parameters = night_parameters(selection, dry_run, policy_file, send_report, email_block)
 
     async def night(block: str) -> DashboardNight:
-        reach = await reach_dashboard_task(block)
-        if reach.status is not None:
-            logger.warning("dashboard %s: %s: %s", block, reach.status.value, reach.reason)
-            return DashboardNight(block=block, status=reach.status, message=reach.reason, base_url=reach.base_url)
-        await ensure_dashboard_limits_task(block, settings.concurrency)
+        reach = await reached(block, settings.concurrency)
+        if isinstance(reach, DashboardNight):
+            return reach
         return await dashboard_night_task(block, deployment, parameters, (environment or {}).get(block, {}),
                                           root / block, reach.base_url, lock_wait_seconds)
 
@@ -101,3 +127,57 @@ async def maintain_dashboards(
         return Failed(message=f"{done} of {len(blocks)} dashboards completed; " + "; ".join(estate.problems),
                       data=estate)
     return estate
+
+
+@flow(name="patch-dashboards", log_prints=False)
+async def patch_dashboards(
+    dashboards: list[str] | None = None,
+    dry_run: bool = False,
+    policy_file: str = "",
+    report_dir: str = "",
+    send_report: bool = True,
+    email_block: SavedEmailServer = None,
+    environment: dict[str, dict[str, str]] | None = None,
+    deployment: str = SECURITY_DEPLOYMENT,
+    lock_wait_seconds: float = 60.0,
+) -> list[DashboardNight] | State:
+    """Between nights, every dashboard's security run at once, each on the work pool: the updates that fix a known
+    vulnerability at or above the policy's threshold, applied now (nothing else). Each run takes its dashboard's
+    night lock and leaves the fixes to a night that holds it.
+
+    A dashboard that does not answer, or whose run fails, does not stop the others; the run then ends Failed,
+    naming them.
+
+    Args:
+        dashboards: Names of saved Dashboard Connection blocks; empty means every saved one.
+        dry_run: Plan only, on every dashboard.
+        policy_file: Policy file for every dashboard (its `security:` threshold); empty means each worker's
+            FLEET_POLICY_FILE.
+        report_dir: A directory every worker shares; each dashboard's runs go to REPORT_DIR/<block>, beside its
+            nights. Empty means FLEET_REPORT_DIR.
+        send_report: E-mail each run's reports when it applied fixes (a dry run: to the operator only).
+        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
+        environment: Extra variables for one dashboard's run, by block name (its policy file, its feed...).
+        deployment: The deployment each dashboard's run runs as (`flow name/deployment name`).
+        lock_wait_seconds: How long each run waits for its dashboard's night lock before leaving it to the night.
+    """
+    settings = pipeline_settings(report_dir)
+    root = settings.report_dir.resolve()
+    blocks = await saved_blocks(dashboards)
+    parameters = {"dry_run": dry_run, "policy_file": policy_file, "send_report": send_report,
+                  "lock_wait_seconds": lock_wait_seconds, **email_parameter(email_block)}
+
+    async def patch(block: str) -> DashboardNight:
+        reach = await reached(block, settings.concurrency)
+        if isinstance(reach, DashboardNight):
+            return reach
+        return await dashboard_security_task(block, deployment, parameters, (environment or {}).get(block, {}),
+                                             root / block, reach.base_url)
+
+    runs = list(await asyncio.gather(*(patch(block) for block in blocks)))
+    problems = [f"{run.block}: {run.status.value}" + (f" ({run.message})" if run.message else "")
+                for run in runs if run.status is not NightStatus.completed]
+    if problems:
+        return Failed(message=f"{len(runs) - len(problems)} of {len(runs)} dashboards' security runs completed; "
+                              + "; ".join(problems), data=runs)
+    return runs

@@ -9,7 +9,7 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
@@ -77,6 +77,48 @@ async def saved_block_id(name: str) -> Any:
     return document.id
 
 
+async def start_dashboard_run(
+    block: str, deployment: str, parameters: dict[str, Any], environment: dict[str, str], report_dir: Path
+) -> FlowRun:
+    """One flow run of `deployment` for this dashboard on the work pool, waited for to its end.
+
+    The flow run writes under `report_dir` (a path every worker shares), keeps the dashboard's memory there and
+    takes its write slots from the dashboard's own global concurrency limit (`FLEET_CONCURRENCY_LIMIT` in the
+    run's environment). A retried fan-out creates no second flow run: the idempotency key names the fan-out's run
+    and the block. `ObjectNotFound` when there is no such block or deployment.
+    """
+    # each dashboard's runs keep their own memory (holds, first-seen dates, the journal) beside its runs
+    env = {"FLEET_STATE_DB": str(report_dir / STATE_FILE), **environment,
+           "FLEET_CONCURRENCY_LIMIT": write_limit_name(block)}
+    # the flows' `dashboard` parameter is a block picker: it takes a reference to the saved block
+    reference = {"$ref": {"block_document_id": str(await saved_block_id(block))}}
+    return await run_deployment(
+        deployment,
+        parameters={**parameters, "dashboard": reference, "report_dir": str(report_dir)},
+        job_variables={"env": env},
+        idempotency_key=f"{flow_run.get_id()}-{block}",
+        tags=["fleet-maintenance", f"dashboard:{block}"],
+        timeout=None,
+    )
+
+
+def no_deployment(block: str, deployment: str, base_url: str | None = None) -> DashboardNight:
+    return DashboardNight(block=block, status=NightStatus.not_started, base_url=base_url,
+                          message=f"no deployment {deployment!r} on the Prefect server")
+
+
+def dashboard_run(block: str, child: FlowRun, report_dir: Path, base_url: str | None, *,
+                  summary_expected: bool = True) -> DashboardNight:
+    """What a dashboard's finished flow run did, with its summary counted when it wrote one."""
+    state = child.state
+    completed = state is not None and state.type is StateType.COMPLETED
+    return read_night(block, status=NightStatus.completed if completed else NightStatus.failed,
+                      report_dir=report_dir, flow_run_id=str(child.id), flow_run_name=child.name,
+                      state=state.name if state else None, message=None if completed else (
+                          state.message if state else "no final state"), base_url=base_url,
+                      summary_expected=summary_expected)
+
+
 @task(name="dashboard-night", task_run_name="night-{block}")
 async def dashboard_night_task(
     block: str,
@@ -87,40 +129,40 @@ async def dashboard_night_task(
     base_url: str | None,
     lock_wait_seconds: float,
 ) -> DashboardNight:
-    """One flow run of `deployment` for this dashboard, waited for while holding the dashboard's night lock.
-
-    The flow run writes under `report_dir` (a path every worker shares) and takes its write slots from the
-    dashboard's own global concurrency limit (`FLEET_CONCURRENCY_LIMIT` in the run's environment). A retried
-    fan-out creates no second flow run: the idempotency key names the fan-out's run and the block.
-    """
+    """One night of this dashboard (`start_dashboard_run`), waited for while holding the dashboard's night lock."""
     logger = get_run_logger()
-    # each dashboard's nights keep their own memory (holds, first-seen dates, the journal) beside its runs
-    env = {"FLEET_STATE_DB": str(report_dir / STATE_FILE), **environment,
-           "FLEET_CONCURRENCY_LIMIT": write_limit_name(block)}
     try:
-        # the night's `dashboard` parameter is a block picker: it takes a reference to the saved block
-        reference = {"$ref": {"block_document_id": str(await saved_block_id(block))}}
         async with night_lock(block, lock_wait_seconds):
-            child = await run_deployment(
-                deployment,
-                parameters={**parameters, "dashboard": reference, "report_dir": str(report_dir)},
-                job_variables={"env": env},
-                idempotency_key=f"{flow_run.get_id()}-{block}",
-                tags=["fleet-maintenance", f"dashboard:{block}"],
-                timeout=None,
-            )
+            child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
     except NightBusy:
         return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url,
                               message=f"another night of this dashboard held {night_lock_name(block)!r} "
                                       f"for {lock_wait_seconds:g} s")
     except ObjectNotFound:
-        return DashboardNight(block=block, status=NightStatus.not_started, base_url=base_url,
-                              message=f"no deployment {deployment!r} on the Prefect server")
-    state = child.state
-    completed = state is not None and state.type is StateType.COMPLETED
-    night = read_night(block, status=NightStatus.completed if completed else NightStatus.failed,
-                       report_dir=report_dir, flow_run_id=str(child.id), flow_run_name=child.name,
-                       state=state.name if state else None, message=None if completed else (
-                           state.message if state else "no final state"), base_url=base_url)
+        return no_deployment(block, deployment, base_url)
+    night = dashboard_run(block, child, report_dir, base_url)
     logger.info("dashboard %s: %s (flow run %s)", block, night.status.value, child.name)
     return night
+
+
+@task(name="dashboard-security", task_run_name="security-{block}")
+async def dashboard_security_task(
+    block: str,
+    deployment: str,
+    parameters: dict[str, Any],
+    environment: dict[str, str],
+    report_dir: Path,
+    base_url: str | None,
+) -> DashboardNight:
+    """One security run of this dashboard (`start_dashboard_run`). It takes the dashboard's night lock itself and
+    leaves the fixes to a night that holds it; a run that found no fix to apply writes no summary."""
+    logger = get_run_logger()
+    try:
+        child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
+    except ObjectNotFound:
+        return no_deployment(block, deployment, base_url)
+    run = dashboard_run(block, child, report_dir, base_url, summary_expected=False)
+    done = (f"{run.tally.updated} fix(es) applied" if run.tally else "no fix to apply") if run.status is (
+        NightStatus.completed) else run.status.value
+    logger.info("dashboard %s: %s (flow run %s)", block, done, child.name)
+    return run

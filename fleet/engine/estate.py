@@ -142,8 +142,10 @@ def read_night(
     state: str | None = None,
     message: str | None = None,
     base_url: str | None = None,
+    summary_expected: bool = True,
 ) -> DashboardNight:
-    """The night of `block` with its summary counted, if its flow run wrote one (a failed night may have)."""
+    """The night of `block` with its summary counted, if its flow run wrote one (a failed night may have; a
+    security run with nothing to apply writes none, so it is not `summary_expected`)."""
     run_dir = find_run_dir(report_dir, flow_run_id) if flow_run_id else None
     tally = None
     if run_dir:
@@ -152,7 +154,7 @@ def read_night(
             tally = tally_summary(raw) if isinstance(raw, dict) else None
         except (OSError, ValueError) as error:
             message = f"{message + '; ' if message else ''}its summary.json could not be read: {error}"
-    if status is NightStatus.completed and run_dir is None:
+    if status is NightStatus.completed and run_dir is None and summary_expected:
         status, message = NightStatus.failed, f"the flow run completed but wrote no summary.json under {report_dir}"
     return DashboardNight(block=block, status=status, message=message, base_url=base_url, flow_run_id=flow_run_id,
                           flow_run_name=flow_run_name, state=state, run_dir=str(run_dir) if run_dir else None,

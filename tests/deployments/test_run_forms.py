@@ -29,7 +29,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DEPLOYMENTS = ["nightly-maintenance/nightly", "update-fleet/update_fleet", "sync-fleet/sync_fleet",
                "check-fleet/check_fleet", "report/report", "nightly-maintenance/dashboard-night",
-               "maintain-dashboards/maintain-dashboards"]
+               "maintain-dashboards/maintain-dashboards", "patch-dashboards/patch-dashboards"]
 REQUIRED = {"report/report": {"run_dir": "reports/20261124-020000-abcdef12"}}  # the only field without a default
 # How long the UI may take to open a form or leave it after Submit: a busy machine's browser and server are slow,
 # and a form the UI refuses is told by its field errors, not by the wait (20 s failed beside other suites)

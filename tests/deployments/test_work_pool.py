@@ -1,7 +1,9 @@
 """The night over several dashboards on a real work pool, set up with the README's commands: a Prefect server on a
 socket, a process pool, two `prefect worker` processes, two emulated dashboards saved as blocks, and
-`prefect deployment run` of maintain-dashboards (twice: both answer, then one does not). Two dashboards prove what
-three did (a flow-run process each, their own blocks and write budgets, one down) with three processes fewer."""
+`prefect deployment run` of maintain-dashboards (twice: both answer, then one does not), and between them of
+patch-dashboards (a vulnerability published since the night is patched by its dashboard's security run). Two
+dashboards prove what three did (a flow-run process each, their own blocks and write budgets, one down) with three
+processes fewer."""
 
 from __future__ import annotations
 
@@ -13,14 +15,19 @@ import shlex
 import socket
 from pathlib import Path
 
+import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from cli.demo import feed_environment
 from cli.estate_demo import POOL, LocalEstate
-from fleet.engine.estate import NightStatus, write_limit_name
+from deployments.work_pool import SECURITY_FAN_OUT_DEPLOYMENT
+from emulator.testing import EmulatorServer
+from fleet.engine.estate import NightStatus, find_run_dir, write_limit_name
+from fleet.model.summary import Outcome, Summary
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -78,6 +85,30 @@ def run_by_a_worker(flow_run: FlowRun, logs: Path) -> bool:
     return False
 
 
+def admin(board: EmulatorServer, method: str, path: str, body: dict[str, object] | None = None) -> dict:
+    answer = httpx.request(method, f"{board.root_url}/__emulator__/{path}", json=body, timeout=30,
+                           headers={"x-emulator-token": board.config.admin_token.get_secret_value()})
+    answer.raise_for_status()
+    return answer.json()
+
+
+def offer_a_vulnerability_fix(board: EmulatorServer) -> tuple[int, str, str]:
+    """A site whose plugins are all up to date is offered a new release of one (its dashboard syncs it, as an
+    operator's click would), and a vulnerability is published for the release it runs, fixed in the new one."""
+    truth = admin(board, "GET", "state")
+    site = next(site for _, site in sorted(truth["sites"].items(), key=lambda pair: int(pair[0]))
+                if site["status"] == "connected" and site["plugins"] and not site["pending_updates"])
+    slug, plugin = sorted(site["plugins"].items())[0]
+    fixed = f"{plugin['version']}.1"
+    admin(board, "POST", "offers", {"site_id": site["id"], "type": "plugin", "slug": slug, "version": fixed})
+    credentials = board.credentials
+    httpx.post(f"{credentials['base_url']}/{credentials['namespace']}/v2/sites/{site['id']}/sync", timeout=60,
+               headers={"Authorization": f"Bearer {credentials['api_keys']['read_write']}"}).raise_for_status()
+    admin(board, "POST", "vulnerabilities/publish",
+          {"type": "plugin", "slug": slug, "to_version": plugin["version"], "patched": [fixed]})
+    return site["id"], slug, fixed
+
+
 @pytest.mark.long(150)
 @pytest.mark.timeout(900)  # a server, two workers, eight flow-run processes: minutes on a busy machine
 def test_dashboards_on_a_process_pool(tmp_path: Path) -> None:
@@ -114,6 +145,26 @@ def test_dashboards_on_a_process_pool(tmp_path: Path) -> None:
         links = re.findall(r'<a href="([^"#][^"]*)">This dashboard', html)
         assert len(links) == 2 and all((first.directory / link).is_file() for link in links)
         assert (first.directory / "estate.eml").is_file(), "delivered like the other reports (no SMTP: .eml)"
+
+        # between nights, the security fan-out: a vulnerability published for the release one site of dashboard-1
+        # runs, fixed in a release offered to it since, is patched by that dashboard's run on the pool
+        board = estate.emulators["dashboard-1"]
+        site_id, slug, fixed = offer_a_vulnerability_fix(board)
+        feeds = {"dashboard-1": {**feed_environment(board.credentials), "FLEET_VULN_REFRESH": "0",
+                                 "FLEET_PROBE_URL_TEMPLATE": board.credentials["site_url_template"]}}
+        patch_run, state, _ = estate.run_deployment(SECURITY_FAN_OUT_DEPLOYMENT, {"environment": feeds})
+        assert state == "COMPLETED"
+        runs = asyncio.run(children(estate.api_url, patch_run))
+        assert sorted(asyncio.run(block_names(estate.api_url, runs))) == ["dashboard-1", "dashboard-2"]
+        assert all(run.state and run.state.type is StateType.COMPLETED and run.work_pool_name == POOL
+                   for run in runs)
+        assert admin(board, "GET", "state")["sites"][str(site_id)]["plugins"][slug]["version"] == fixed
+        [security_run] = [run for run in runs if find_run_dir(estate.report_dir / "dashboard-1", str(run.id))]
+        summary = Summary.read(find_run_dir(estate.report_dir / "dashboard-1", str(security_run.id)))
+        assert {(item.site_id, item.slug, item.outcome) for item in summary.items} == {
+            (site_id, slug, Outcome.updated)}, "the fix only"
+        assert not any(find_run_dir(estate.report_dir / "dashboard-2", str(run.id)) for run in runs), (
+            "no feed there: nothing to apply, no run directory")
 
         stopped = estate.emulators["dashboard-2"]
         stopped.stop()
