@@ -62,12 +62,17 @@ class _Evidence:
     def __init__(self, calls: Iterable[CallResult], jobs: Iterable[JobOutcome]) -> None:
         self.job_by_id = {outcome.job.id: outcome for outcome in jobs}
         self.call_by_site: dict[tuple[int, str], CallResult] = {}
+        # a site's items of one type may go in several calls (slug groups, a slow site's parts): each item is
+        # explained by the call that carried it, not by whichever of them came last
+        self.call_by_item: dict[tuple[int, str, str], CallResult] = {}
         self.item_reports: dict[tuple[int, str, str], ItemReport] = {}
         self.site_errors: dict[tuple[int, str | None], list[str]] = defaultdict(list)
         reports: list[ItemReport] = []
         for call in calls:
             for site_id in call.call.site_ids:
                 self.call_by_site[(site_id, call.call.type)] = call
+                for slug in call.call.slugs:
+                    self.call_by_item[(site_id, call.call.type, slug)] = call
             reports += call.reports
             if call.job_id in self.job_by_id:
                 reports += self.job_by_id[call.job_id].reports
@@ -126,7 +131,8 @@ def reconcile(
             note = f"the version moved although an error was reported: {error}" if error else None
             results.append(summary_item(item, site, Outcome.updated, note, to_version=to_version, rule=None))
             continue
-        call = evidence.call_by_site.get((item.site_id, item.type))
+        call = (evidence.call_by_item.get((item.site_id, item.type, item.slug))
+                or evidence.call_by_site.get((item.site_id, item.type)))
         results.append(summary_item(item, site, *_not_moved(item, error, call, evidence)))
     return results
 

@@ -132,6 +132,23 @@ def test_reconcile_moved_version_unverifiable_sites_and_failed_calls():
     assert (outcomes[4].outcome, outcomes[4].reason) == (Outcome.failed, "Download failed.")
 
 
+def test_an_item_is_explained_by_the_call_that_carried_it_when_its_site_had_several():
+    """Site 27 of the demo: its plugins went in two calls, one answered, one lost to an HTTP 500; the item of the
+    lost call was said to have had no error reported (the answered call, the last one indexed, explained it)."""
+    items = [item(1, "a/a.php"), item(1, "b/b.php")]
+    calls = [CallResult(call=UpdateCall(type=P, site_ids=[1], slugs=["b/b.php"]),
+                        lost="HTTP 500: There has been a critical error on this website.", quiet=True),
+             CallResult(call=UpdateCall(type=P, site_ids=[1], slugs=["a/a.php"]),
+                        reports=reports_from_run(UpdateRunResult.model_validate({"updated": [
+                            {"site_id": 1, "type": "plugin", "slug": "a/a.php", "old_version": "1.0",
+                             "new_version": "1.1"}]})))]
+    after = [DetectedUpdate(site_id=1, type=P, slug="b/b.php", from_version="1.0", to_version="1.1")]
+    outcomes = {i.slug: i for i in reconcile(items, SITES, calls, [], {}, after)}
+    assert outcomes["a/a.php"].outcome is Outcome.updated
+    assert outcomes["b/b.php"].outcome is Outcome.failed
+    assert "HTTP 500" in outcomes["b/b.php"].reason and "still not installed" in outcomes["b/b.php"].reason
+
+
 def test_summary_accounts_for_every_detected_item():
     plan = Plan(run_id="r", created_at=datetime(2026, 11, 21, tzinfo=UTC), sites=list(SITES.values()),
                 items=[item(1), item(2).model_copy(update={"decision": Decision.held, "reason": "held: x",
