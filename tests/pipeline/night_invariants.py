@@ -5,9 +5,10 @@ several sites share, and rules that offer its releases (good, a front-end fatal,
 where it is switched off is fatal only when switched on) to some sites one night and to others later, run nights
 (the whole fleet, a selection, a dry run, a lost answer, a site that cannot be synced), repair a site by hand,
 release a hold and add a site. After every night it checks, from the emulator's ground truth, the summary, the
-state database and the operator's report, the invariants below (`Violation`). `test_night_invariants.py` runs a
-few sequences in CI; `bench/invariants.py` runs hundreds and counts them. A failing sequence prints as Python
-that replays it as a plain test (`state = NightsMachine(); state.offer(...); ...`).
+state database, `fleet runs` and the operator's report, the invariants below (`Violation`).
+`test_night_invariants.py` runs a few sequences in CI; `bench/invariants.py` runs hundreds and counts them. A
+failing sequence prints as Python that replays it as a plain test (`state = NightsMachine(); state.offer(...);
+...`).
 """
 
 from __future__ import annotations
@@ -331,10 +332,11 @@ class NightsMachine(RuleBasedStateMachine):
         return problems
 
     def accounts_agree(self, summary: Summary, code: int, operator: str) -> list[str]:
-        """The exit code, summary.json, the holds store and the operator's report say the same night."""
-        problems = []
+        """The exit code, `fleet runs`, summary.json, the holds store and the operator's report say the same
+        night."""
+        problems = self.runs_agree(summary, code)
         if summary.dry_run:
-            return [f"a dry run exited {code}"] if code not in (0, 9) else []
+            return problems + ([f"a dry run exited {code}"] if code not in (0, 9) else [])
         if bool(summary.broken) != (code == 7):
             problems.append(f"exit {code} with {len(summary.broken)} broken site(s) in summary.json")
         still_down = [i for i in summary.incidents if i.is_open and i.down and i.opened_by != summary.run_id]
@@ -351,6 +353,21 @@ class NightsMachine(RuleBasedStateMachine):
             if f"{hold.version}, held as a {hold.kind.value}" not in operator:
                 problems.append(f"the report does not list the hold {hold.item}@{hold.version}")
         return problems
+
+    def runs_agree(self, summary: Summary, code: int) -> list[str]:
+        """`fleet runs` lists the night with the status its exit code says, and as many sites broken."""
+        listed = CliRunner().invoke(app, ["runs", "--report-dir", str(self.home / "reports"), "-n", "1"])
+        row = next((line for line in listed.output.splitlines() if line.startswith(summary.run_id)), None)
+        if listed.exit_code != 0 or row is None:
+            return [f"`fleet runs` does not list run {summary.run_id} (exit {listed.exit_code}): {listed.output}"]
+        status = row.removeprefix(summary.run_id).split()
+        expected = {0: ("dry run",) if summary.dry_run else ("completed",), 7: ("broke",), 8: ("still", "down"),
+                    9: ("did", "nothing")}.get(code)
+        if expected is None or tuple(status[: len(expected)]) != expected:
+            return [f"exit {code}, and `fleet runs` says {' '.join(status[:3])!r}"]
+        if code == 7 and status[1] != str(len(summary.broken)):
+            return [f"`fleet runs` says broke {status[1]}, summary.json {len(summary.broken)} broken site(s)"]
+        return []
 
     def updated_means_moved(self, after: dict, summary: Summary) -> list[str]:
         """No item is counted updated whose installed version did not move."""
