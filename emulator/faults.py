@@ -3,7 +3,10 @@
 A profile (`none`, `realistic`, `hostile`, or a YAML/JSON file) sets
 - per request, on every dashboard route (never on `/__emulator__`): a latency drawn from a log-normal
   distribution, 5xx answers, 429 answers with `Retry-After`, and dropped connections (the request is
-  processed, then the connection is cut before the answer is complete);
+  processed, then the connection is cut before the answer is complete). A 5xx on a read comes before any work;
+  on a write (POST, PUT, PATCH, DELETE) after it, as when PHP dies writing the answer or a proxy gives up while
+  the dashboard goes on: the client cannot tell the two apart, so it must read the state back. The work then
+  lands whatever call carried it, and two runs with one seed end alike however their calls were grouped;
 - on the fleet: sites going offline and update items that fail (a clear error), fail silently (reported
   as success, version unmoved) or break the site when applied (a bad release: the update succeeds, then the
   site's pages are WordPress's critical-error page, HTTP 500; of plugins and themes, `load_time_share` fatal
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from emulator.state import FleetState
 
 EXEMPT_PREFIXES = ("/__emulator__", "/__sites__")  # ground truth, and the child sites' own pages
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class FaultProfile(BaseModel):
@@ -407,6 +411,9 @@ class FaultMiddleware:
             await response(scope, receive, send)
             return
         if outcome == "error":
+            if scope["method"] in WRITE_METHODS:  # what the client cannot tell apart: the work may have run
+                await self._lose_after_processing(scope, receive, send, status)
+                return
             media_type, body = _ERROR_BODIES[status]
             await Response(body, status, media_type=media_type)(scope, receive, send)
             return
@@ -415,15 +422,15 @@ class FaultMiddleware:
             return
         await self.app(scope, receive, send)
 
-    async def _lose_after_processing(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The work is done to the end; the caller gets the gateway's 504 instead of its answer."""
+    async def _lose_after_processing(self, scope: Scope, receive: Receive, send: Send, status: int = 504) -> None:
+        """The work is done to the end; the caller gets `status` (the gateway's 504) instead of its answer."""
 
         async def swallow(message: Message) -> None:
             return None
 
         await self.app(scope, receive, swallow)
-        media_type, body = _ERROR_BODIES[504]
-        await Response(body, 504, media_type=media_type)(scope, receive, send)
+        media_type, body = _ERROR_BODIES[status]
+        await Response(body, status, media_type=media_type)(scope, receive, send)
 
     async def _drop_after_processing(self, scope: Scope, receive: Receive, send: Send) -> None:
         started: list[Message] = []

@@ -271,3 +271,20 @@ async def test_a_lost_answer_is_worked_to_the_end_and_answered_with_the_gateways
     assert again.status_code == 200 and [s["id"] for s in again.json()["checked"]] == [site.id]
     assert other.status_code == 200
     assert board.emulator.faults.counts["answers_lost"] == 1
+
+
+async def test_a_5xx_on_a_write_comes_after_the_work_and_on_a_read_before_it(tmp_path: Path) -> None:
+    """A client cannot tell a 5xx that came before a write's work from one after it, and must read back: the
+    emulator answers it after the work, so that the work lands whichever call carried it (a night's outcomes
+    then do not depend on how the client grouped its calls: the demo's site 27 was `unchanged` or `updated`)."""
+    config = EmulatorConfig(namespace="svc", sites=5, seed=2, time_scale=1e-6,
+                            faults=profile_path(tmp_path, "errors.yaml", "error_rate: 1\n"))
+    async with dashboard(config, lifespan=False) as board:
+        site = next(iter(board.emulator.state.sites.values()))
+        before = site.last_sync
+        async with board.client() as client:
+            synced = await run(client, "svc/sync-sites-v1", {"site_ids_or_domains": [site.id]})
+            listed = await run(client, "svc/list-sites-v1", {}, method="GET")
+    assert synced.status_code >= 500 and listed.status_code >= 500
+    assert site.last_sync != before, "the write's work was done although its answer was a 5xx"
+    assert board.emulator.faults.counts["errors"] == 2
