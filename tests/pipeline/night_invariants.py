@@ -361,7 +361,7 @@ class NightsMachine(RuleBasedStateMachine):
         if listed.exit_code != 0 or row is None:
             return [f"`fleet runs` does not list run {summary.run_id} (exit {listed.exit_code}): {listed.output}"]
         status = row.removeprefix(summary.run_id).split()
-        expected = {0: ("dry run",) if summary.dry_run else ("completed",), 7: ("broke",), 8: ("still", "down"),
+        expected = {0: ("dry", "run") if summary.dry_run else ("completed",), 7: ("broke",), 8: ("still", "down"),
                     9: ("did", "nothing")}.get(code)
         if expected is None or tuple(status[: len(expected)]) != expected:
             return [f"exit {code}, and `fleet runs` says {' '.join(status[:3])!r}"]
