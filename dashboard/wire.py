@@ -8,6 +8,9 @@ connection to `ConnectTimeout`, which the client reads as "never sent" and would
 
 from __future__ import annotations
 
+import functools
+import os
+import ssl
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -58,6 +61,17 @@ class _ExactStream(httpx.AsyncByteStream):
         await self._stream.aclose()
 
 
+def tls_context(verify: bool = True) -> ssl.SSLContext:
+    """The process's TLS context for `verify`, made once: loading the CA bundle costs about 20 ms of CPU, which every
+    client and every chunk's probe client paid again. It follows SSL_CERT_FILE and SSL_CERT_DIR as httpx does."""
+    return _tls_context(verify, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context(verify: bool, cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context(verify=verify)
+
+
 class AiohttpWire(httpx.AsyncBaseTransport):
     """`httpx-aiohttp`'s transport with TLS verification as configured, no cookie jar of its own (httpx keeps
     the client's) and the client's exact error mapping."""
@@ -65,7 +79,7 @@ class AiohttpWire(httpx.AsyncBaseTransport):
     def __init__(self, *, verify: bool = True, limits: httpx.Limits | None = None) -> None:
         limits = limits or httpx.Limits()
         self._limits = limits
-        self._transport = AiohttpTransport(verify=verify, limits=limits, client=self._session)
+        self._transport = AiohttpTransport(verify=tls_context(verify), limits=limits, client=self._session)
 
     def _session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(

@@ -7,9 +7,8 @@ from pathlib import Path
 from prefect import flow
 
 from flows.parameters import SavedEmailServer
-from reporting.run_report import ReportResult
+from reporting.result import ReportResult
 from reporting.settings import MailSettings
-from tasks.report import report_run
 
 
 @flow(name="report", log_prints=False)
@@ -27,4 +26,8 @@ async def report(
         send: E-mail the reports (or write .eml files without SMTP settings).
         email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
+    # The report's libraries (pandas, matplotlib) load only when a report is made: not for `fleet serve`, which
+    # only registers this flow.
+    from tasks.report import report_run
+
     return await report_run(Path(run_dir), send=send, settings=MailSettings.for_block(email_block) if send else None)

@@ -1,6 +1,4 @@
-"""Maintenance reports: aggregation, charts, rendering and delivery, from summary.json alone."""
+"""Maintenance reports: aggregation, charts, rendering and delivery, from summary.json alone.
 
-from reporting.run_report import ReportDeliveryError, ReportResult, render_run
-from reporting.settings import MailSettings, SmtpSecurity
-
-__all__ = ["MailSettings", "ReportDeliveryError", "ReportResult", "SmtpSecurity", "render_run"]
+Nothing is imported here: `from reporting.settings import MailSettings` (a night's alert, a `fleet` command) then
+costs no pandas or matplotlib, which only the report's own modules load."""

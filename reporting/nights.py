@@ -67,7 +67,7 @@ class NightRecord(BaseModel):
 
     @property
     def undelivered(self) -> list[Delivery]:
-        """Reports that reached nobody, as the report step fails on them (`reporting.run_report.delivery_problems`,
+        """Reports that reached nobody, as the report step fails on them (`reporting.result.delivery_problems`,
         not imported: it loads pandas); a `.eml` fallback or a report held for review is not one."""
         return [d for d in self.deliveries if not d.accepted and d.eml_path is None and not d.held]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import TypeAdapter
 
 from fleet.model.summary import SUMMARY_FILE, Delivery, Incident, SiteAlarm, SiteLook
 from fleet.rules.incidents import still_down
@@ -32,6 +32,7 @@ from reporting.looks import artifact_rows, client_looks, draw, lean, operator_lo
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
+from reporting.result import ReportResult
 from reporting.rows import ReportSummary, SiteRow, read_dry_run, read_summary
 from reporting.security import security_rows
 from reporting.settings import MailSettings
@@ -48,10 +49,6 @@ _FULL_SIZE_LINK = re.compile(r"<a\b[^>]*\bdata-full-size\b[^>]*>(.*?)</a>", re.S
 _ADDRESS = re.compile(r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+\.[^@\s<>,;\"]+$")
 
 
-class ReportDeliveryError(RuntimeError):
-    """At least one report did not reach a recipient; the message names which and why."""
-
-
 class ClientChoiceError(ValueError):
     """`--client` names no client report of the run, or the run is a dry run (never sent to clients)."""
 
@@ -59,43 +56,6 @@ class ClientChoiceError(ValueError):
 def report_recipients(rendered: RenderedRun, report: RenderedReport) -> list[str]:
     """The client's own addresses, as rendered (before a hold readdressed the report)."""
     return next((r.recipients for r in rendered.reports if r.name == report.name), [])
-
-
-class ReportResult(BaseModel):
-    """What a report run produced: the files written, the deliveries made, and what went wrong."""
-
-    run_id: str
-    run_dir: Path
-    reports: list[str] = Field(description="'operator' and the client names, in render order.")
-    files: list[Path] = Field(default_factory=list)
-    deliveries: list[Delivery] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
-    broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
-    did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do.")
-    still_down: list[Incident] = Field(default_factory=list, description="Sites broken on earlier nights and "
-                                       "still down.")
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    @classmethod
-    def of(cls, rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
-        return cls(
-            run_id=rendered.run_id,
-            run_dir=rendered.run_dir,
-            reports=[report.name for report in rendered.reports],
-            files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
-            deliveries=deliveries,
-            problems=delivery_problems(deliveries),
-            broken=rendered.broken,
-            did_nothing=rendered.did_nothing,
-            still_down=rendered.still_down,
-        )
-
-    def raise_for_problems(self) -> None:
-        if self.problems:
-            raise ReportDeliveryError(f"run {self.run_id}: " + "; ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -407,15 +367,6 @@ def record_deliveries(run_dir: Path, deliveries: list[Delivery]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     tmp.replace(path)
-
-
-def delivery_problems(deliveries: list[Delivery]) -> list[str]:
-    """Every recipient a report should have reached and did not (a `.eml` fallback is not a failure)."""
-    return [
-        f"{d.report} report to {d.recipient or '(nobody)'} not delivered: {d.answer}"
-        for d in deliveries
-        if not d.accepted and d.eml_path is None and not d.held
-    ]
 
 
 def render_run(

@@ -9,13 +9,14 @@ from prefect.artifacts import acreate_markdown_artifact
 
 from fleet.engine.estate import Estate
 from fleet.model.summary import Delivery
-from reporting.estate import deliver_estate, render_estate
 from reporting.settings import MailSettings
 
 
 @task(name="estate-report")
 async def report_estate_task(estate: Estate, directory: Path, settings: MailSettings | None) -> list[Delivery]:
     """Write `estate.json` and the combined report into `directory`; deliver it when `settings` are given."""
+    from reporting.estate import deliver_estate, render_estate  # pandas loads for the report, not for `fleet serve`
+
     estate.write(directory)
     files = render_estate(estate, directory)
     deliveries = deliver_estate(estate, directory, settings) if settings else []

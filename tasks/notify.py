@@ -10,7 +10,8 @@ from prefect.logging import get_run_logger
 
 from fleet.model.events import reports_event
 from fleet.model.summary import Delivery
-from reporting.run_report import RenderedRun, ReportDeliveryError, deliver_reports, delivery_problems
+from reporting.result import ReportDeliveryError, delivery_problems
+from reporting.run_report import RenderedRun, deliver_reports
 from reporting.settings import MailSettings
 from tasks.events import emit
 

@@ -10,7 +10,8 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from reporting.run_report import RenderedRun, ReportResult, render_reports
+from reporting.result import ReportResult
+from reporting.run_report import RenderedRun, render_reports
 from reporting.settings import MailSettings
 from tasks.notify import notify_task
 

@@ -32,6 +32,11 @@ def _own_prefect_home() -> Path:
     home = Path(tempfile.mkdtemp(prefix=f"prefect-home-{worker}-"))
     os.environ["PREFECT_HOME"] = str(home)
     os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    # The harness and the temporary servers evaluate no automations and keep no events: no test asks them for
+    # either (the automations are tested on `prefect server start` servers of their own, whose environment drops
+    # these), and they cost about 10% of those servers' CPU.
+    os.environ["PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"] = "false"
+    os.environ["PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED"] = "false"
     # The in-process nights' log records are not sent to the test servers: no test reads them there (those that
     # read a run's logs run it in a process of its own, against a server of their own), and shipping them cost
     # about 6% of the suite's CPU on 2 cores.

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, Response, async_playwright
-from playwright.async_api import Error as PlaywrightError
 
 from fleet.visual.pages import PageTarget
 from fleet.visual.policy import Viewport
+
+if TYPE_CHECKING:  # Playwright is loaded when a browser starts: a night without visual checks never pays for it
+    from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, Response
+    from playwright.async_api import Error as PlaywrightError
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = (
@@ -91,6 +92,8 @@ class PageCapture:
         path = chromium_path(self.executable)
         if path is None:
             raise FileNotFoundError(f"no Chromium at {self.executable}: install Debian's `chromium` package")
+        from playwright.async_api import async_playwright
+
         self._playwright = await async_playwright().start()
         try:
             self._browser = await self._playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS),
@@ -139,6 +142,8 @@ class PageCapture:
         return context
 
     async def _shoot_page(self, site: str, target: PageTarget, viewport: Viewport, label: str) -> Shot:
+        from playwright.async_api import Error as PlaywrightError
+
         shot = Shot(site, target.name, viewport, target.url)
         slot = await self._slots.get()
         try:

@@ -14,6 +14,7 @@ import pytest
 
 from dashboard import DashboardClient
 from dashboard.errors import DashboardError, OutcomeUnknown, TransportError
+from dashboard.wire import AiohttpWire
 from tests.tls import Certificate
 
 ENGINES = ("aiohttp", "httpx")
@@ -164,3 +165,18 @@ async def test_tls_is_verified_over_both_engines(serve: Any, certificate: Certif
         async with client(server.url, engine, verify_tls=False) as dashboard:  # only when told not to
             assert await dashboard.count_sites() == 3
         assert server.requests == 1
+
+
+async def test_one_tls_context_serves_every_client_and_follows_ssl_cert_file(
+    serve: Any, certificate: Certificate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every client and probe client of a night shares one verified TLS context (the CA bundle is loaded once, not
+    for each); a CA named by SSL_CERT_FILE is still honoured, as httpx's own transport honours it."""
+    assert AiohttpWire()._transport.ssl_context is AiohttpWire(verify=True)._transport.ssl_context
+    assert AiohttpWire(verify=False)._transport.ssl_context is not AiohttpWire()._transport.ssl_context
+    server = serve("ok", certificate)
+    assert await outcome(server.url, "aiohttp", "write") == (TransportError, "connect")
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.cert))
+    async with client(server.url, "aiohttp") as dashboard:  # the operator's own CA: trusted, and verified
+        assert await dashboard.count_sites() == 3
+    assert server.requests == 1

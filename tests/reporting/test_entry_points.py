@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from fleet.model.summary import Summary
-from reporting.run_report import OPERATOR, RenderedRun, ReportDeliveryError, render_run
+from reporting.result import ReportDeliveryError
+from reporting.run_report import OPERATOR, RenderedRun, render_run
 from tests.reporting.conftest import SmtpServer
 
 
@@ -69,7 +70,7 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     prefect_harness, run_copy: RenderedRun, smtp_env: SmtpServer
 ):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, TaskRunFilter
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.report import report
@@ -80,8 +81,7 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     async with get_client() as client:
         key = artifact_key(run_copy.run_id)
         [artifact] = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), flow_run_filter=FlowRunFilter(),
-            task_run_filter=TaskRunFilter(), sort=ArtifactSort.CREATED_DESC, limit=1,
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), sort=ArtifactSort.CREATED_DESC, limit=1,
         )
     assert artifact.type == "markdown" and "](data:image/png;base64," in artifact.data
     assert "# Fleet maintenance report" in artifact.data

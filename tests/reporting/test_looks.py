@@ -228,7 +228,7 @@ def test_a_hostile_page_name_is_shown_as_text(looks_run: RenderedRun):
 
 async def test_the_report_task_publishes_the_visual_results_as_a_table(prefect_harness, tmp_path: Path):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, TaskRunFilter
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.report import report
@@ -240,8 +240,8 @@ async def test_the_report_task_publishes_the_visual_results_as_a_table(prefect_h
         found = {}
         for key in (artifact_key(run_dir.name), artifact_key(run_dir.name, "visual")):
             [found[key]] = await client.read_artifacts(
-                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), flow_run_filter=FlowRunFilter(),
-                task_run_filter=TaskRunFilter(), sort=ArtifactSort.CREATED_DESC, limit=1,
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])), sort=ArtifactSort.CREATED_DESC,
+                limit=1,
             )  # fmt: skip
     table = found[artifact_key(run_dir.name, "visual")]
     assert table.type == "table" and str(run_dir) in table.description

@@ -15,14 +15,8 @@ from pydantic import SecretStr
 
 from fleet.model.summary import Summary
 from reporting.render import data_uri
-from reporting.run_report import (
-    OPERATOR,
-    RenderedReport,
-    RenderedRun,
-    ReportDeliveryError,
-    deliver_reports,
-    delivery_problems,
-)
+from reporting.result import ReportDeliveryError, delivery_problems
+from reporting.run_report import OPERATOR, RenderedReport, RenderedRun, deliver_reports
 from reporting.settings import MailSettings, SmtpSecurity
 from tests.reporting.conftest import SMTP_PASSWORD, SMTP_USER, SmtpServer, body
 from tests.tls import Certificate
@@ -161,7 +155,7 @@ def test_wrong_credentials_are_refused_without_retry_and_without_leaking(run_cop
     assert all(not d.accepted for d in deliveries)
     assert all(d.answer.startswith("authentication failed: 535") for d in deliveries if d.eml_path is None)
     with pytest.raises(ReportDeliveryError) as raised:
-        from reporting.run_report import ReportResult
+        from reporting.result import ReportResult
 
         ReportResult(run_id="r", run_dir=run_copy.run_dir, reports=[], deliveries=deliveries,
                      problems=delivery_problems(deliveries)).raise_for_problems()  # fmt: skip

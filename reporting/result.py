@@ -1,0 +1,64 @@
+"""What a report run produced, apart from the rendering itself: what a flow returns and the CLI reads, without
+loading the report's libraries (pandas, matplotlib) to name it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from fleet.model.summary import Delivery, Incident, SiteAlarm
+
+if TYPE_CHECKING:
+    from reporting.run_report import RenderedRun
+
+
+class ReportDeliveryError(RuntimeError):
+    """At least one report did not reach a recipient; the message names which and why."""
+
+
+class ReportResult(BaseModel):
+    """What a report run produced: the files written, the deliveries made, and what went wrong."""
+
+    run_id: str
+    run_dir: Path
+    reports: list[str] = Field(description="'operator' and the client names, in render order.")
+    files: list[Path] = Field(default_factory=list)
+    deliveries: list[Delivery] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    broken: list[SiteAlarm] = Field(default_factory=list, description="The sites the run broke.")
+    did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do.")
+    still_down: list[Incident] = Field(default_factory=list, description="Sites broken on earlier nights and "
+                                       "still down.")
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @classmethod
+    def of(cls, rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
+        return cls(
+            run_id=rendered.run_id,
+            run_dir=rendered.run_dir,
+            reports=[report.name for report in rendered.reports],
+            files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
+            deliveries=deliveries,
+            problems=delivery_problems(deliveries),
+            broken=rendered.broken,
+            did_nothing=rendered.did_nothing,
+            still_down=rendered.still_down,
+        )
+
+    def raise_for_problems(self) -> None:
+        if self.problems:
+            raise ReportDeliveryError(f"run {self.run_id}: " + "; ".join(self.problems))
+
+
+def delivery_problems(deliveries: list[Delivery]) -> list[str]:
+    """Every recipient a report should have reached and did not (a `.eml` fallback is not a failure)."""
+    return [
+        f"{d.report} report to {d.recipient or '(nobody)'} not delivered: {d.answer}"
+        for d in deliveries
+        if not d.accepted and d.eml_path is None and not d.held
+    ]
