@@ -5,6 +5,7 @@ harness is session-scoped (one test server per worker) and started only by tests
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -64,9 +65,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     split evenly) and steals only from a share's end. A module's long tests stay together (they share its
     servers); the modules go to the least loaded share, the heaviest first, by `long(seconds)`."""
     workers = getattr(config, "workerinput", {}).get("workercount")
+    if workers:
+        items[:] = long_first(items, workers)
+
+
+def long_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` in the order that gives each of `workers` shares its long tests first (every item once)."""
     long = [item for item in items if item.get_closest_marker("long")]
-    if not workers or not long:
-        return
+    if not long:
+        return items
     units: dict[str, list[pytest.Item]] = {}
     for item in long:
         units.setdefault(str(item.path), []).append(item)
@@ -82,10 +89,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for share in range(workers):
         size = remaining // (workers - share)
         remaining -= size
-        ordered += heads[share] + [next(rest) for _ in range(max(size - len(heads[share]), 0))]
+        ordered += heads[share] + list(itertools.islice(rest, max(size - len(heads[share]), 0)))
     ordered += list(rest)  # more long tests than a share holds: the order still has every item once
     assert sorted(map(id, ordered)) == sorted(map(id, items))
-    items[:] = ordered
+    return ordered
 
 
 def _expected_seconds(item: pytest.Item) -> float:

@@ -66,8 +66,8 @@ def sites_with_plugin_updates(emulator: Dashboard, moving: str | None = None) ->
 
 async def test_a_carousel_site_passes_two_nights_without_a_false_alarm(dashboard, tmp_path: Path) -> None:
     emulator = dashboard(sites=30, seed=21)
-    chosen = sites_with_plugin_updates(emulator, "carousel")[:2]
-    assert len(chosen) == 2
+    chosen = sites_with_plugin_updates(emulator, "carousel")[:1]
+    assert len(chosen) == 1
     ids = [str(site.id) for site in chosen]
     policy = write_policy(tmp_path)
     first, _ = read_run(await night(ids, policy))
@@ -91,7 +91,7 @@ async def test_a_release_that_breaks_the_page_visually_is_contained_and_leads_th
     site = sites_with_plugin_updates(emulator, "")[0]
     slug = offered_plugins(site)[0]
     emulator.post("faults/visual", {"site_id": site.id, "type": "plugin", "slug": slug, "mode": mode})
-    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:3]
+    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:1]  # one proves no false alarm
     ids = [str(site.id)] + [str(s.id) for s in others]
     run = await night(ids, write_policy(tmp_path))
     summary, _ = read_run(run)
@@ -212,7 +212,7 @@ async def test_a_separate_task_worker_process_takes_the_screenshots(dashboard, t
     site = sites_with_plugin_updates(emulator, "")[0]
     slug = offered_plugins(site)[0]
     emulator.post("faults/visual", {"site_id": site.id, "type": "plugin", "slug": slug, "mode": "css"})
-    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:2]
+    others = [s for s in sites_with_plugin_updates(emulator) if s.id != site.id][:1]
     env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
     env |= {"PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "worker-home"),
             "PREFECT_LOCAL_STORAGE_PATH": str(PREFECT_LOCAL_STORAGE_PATH.value()),
