@@ -4,14 +4,10 @@ loading the report's libraries (pandas, matplotlib) to name it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from fleet.model.summary import Delivery, Incident, SiteAlarm
-
-if TYPE_CHECKING:
-    from reporting.run_report import RenderedRun
 
 
 class ReportDeliveryError(RuntimeError):
@@ -35,20 +31,6 @@ class ReportResult(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.problems
-
-    @classmethod
-    def of(cls, rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
-        return cls(
-            run_id=rendered.run_id,
-            run_dir=rendered.run_dir,
-            reports=[report.name for report in rendered.reports],
-            files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
-            deliveries=deliveries,
-            problems=delivery_problems(deliveries),
-            broken=rendered.broken,
-            did_nothing=rendered.did_nothing,
-            still_down=rendered.still_down,
-        )
 
     def raise_for_problems(self) -> None:
         if self.problems:

@@ -32,7 +32,7 @@ from reporting.looks import artifact_rows, client_looks, draw, lean, operator_lo
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
-from reporting.result import ReportResult
+from reporting.result import ReportResult, delivery_problems
 from reporting.rows import ReportSummary, SiteRow, read_dry_run, read_summary
 from reporting.security import security_rows
 from reporting.settings import MailSettings
@@ -112,6 +112,21 @@ class RenderedRun:
                          *(self.chart_path(report, cid) for cid in report.charts),
                          *(self.picture_path(report, cid) for cid in report.pictures))
         ]  # fmt: skip
+
+
+def report_result(rendered: RenderedRun, deliveries: list[Delivery]) -> ReportResult:
+    """What the reports of `rendered` came to, once delivered (or not)."""
+    return ReportResult(
+        run_id=rendered.run_id,
+        run_dir=rendered.run_dir,
+        reports=[report.name for report in rendered.reports],
+        files=rendered.files + sorted({Path(d.eml_path) for d in deliveries if d.eml_path}),
+        deliveries=deliveries,
+        problems=delivery_problems(deliveries),
+        broken=rendered.broken,
+        did_nothing=rendered.did_nothing,
+        still_down=rendered.still_down,
+    )
 
 
 def chart_suffix(cid: str) -> str:
@@ -390,7 +405,7 @@ def render_run(
         if unknown:
             raise ClientChoiceError(f"run {rendered.run_id} has no report for client {', '.join(map(repr, unknown))}")
     deliveries = deliver_reports(rendered, settings, clients=clients) if send else []
-    result = ReportResult.of(rendered, deliveries)
+    result = report_result(rendered, deliveries)
     for problem in result.problems:
         log.error("%s", problem)
     return result

@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from reporting.result import ReportResult
-from reporting.run_report import RenderedRun, render_reports
+from reporting.run_report import RenderedRun, render_reports, report_result
 from reporting.settings import MailSettings
 from tasks.notify import notify_task
 
@@ -46,4 +46,4 @@ async def report_run(run_dir: Path, *, send: bool = True, settings: MailSettings
     settings = (settings or MailSettings()) if send else None
     rendered = await report_task(Path(run_dir), settings)
     deliveries = await notify_task(quote(rendered), settings) if send else []  # quote: Prefect need not walk it
-    return ReportResult.of(rendered, deliveries)
+    return report_result(rendered, deliveries)
