@@ -24,6 +24,7 @@ from fleet.model.vocabulary import Voice, operator_voice, said_outcome
 from fleet.rules.incidents import still_down
 from reporting.history import as_utc
 from reporting.json_stream import ObjectStream
+from reporting.result import undelivered
 from reporting.rows import read_fields
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,8 @@ class NightRecord(BaseModel):
 
     @property
     def undelivered(self) -> list[Delivery]:
-        """Reports that reached nobody, as the report step fails on them (`reporting.result.delivery_problems`,
-        not imported: it loads pandas); a `.eml` fallback or a report held for review is not one."""
-        return [d for d in self.deliveries if not d.accepted and d.eml_path is None and not d.held]
+        """Reports that reached nobody, as the report step fails on them."""
+        return undelivered(self.deliveries)
 
     @property
     def status(self) -> str:

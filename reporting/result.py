@@ -37,10 +37,12 @@ class ReportResult(BaseModel):
             raise ReportDeliveryError(f"run {self.run_id}: " + "; ".join(self.problems))
 
 
+def undelivered(deliveries: list[Delivery]) -> list[Delivery]:
+    """The deliveries that reached nobody: a `.eml` fallback or a report held for review is not one."""
+    return [d for d in deliveries if not d.accepted and d.eml_path is None and not d.held]
+
+
 def delivery_problems(deliveries: list[Delivery]) -> list[str]:
-    """Every recipient a report should have reached and did not (a `.eml` fallback is not a failure)."""
-    return [
-        f"{d.report} report to {d.recipient or '(nobody)'} not delivered: {d.answer}"
-        for d in deliveries
-        if not d.accepted and d.eml_path is None and not d.held
-    ]
+    """Every recipient a report should have reached and did not, in words."""
+    return [f"{d.report} report to {d.recipient or '(nobody)'} not delivered: {d.answer}"
+            for d in undelivered(deliveries)]

@@ -34,7 +34,7 @@ def test_each_long_test_leads_a_share_and_every_test_runs_once(long: int, short:
     of one module's long tests side by side, which stopped collection (StopIteration) before."""
     items = [Item(f"long{i}", Path(f"test_l{i % files}.py"), seconds=10 + i) for i in range(long)]
     items += [Item(f"short{i}", Path("test_s.py")) for i in range(short)]
-    ordered = long_first(items, workers=4)  # before: StopIteration when long tests outnumbered the short ones
+    ordered = long_first(items, workers=4)  # before: StopIteration when too few short tests filled the shares
     assert sorted(item.name for item in ordered) == sorted(item.name for item in items)
     heaviest = max((item for item in items if item.seconds), key=lambda item: item.seconds)
     assert ordered[0].path == heaviest.path, "the heaviest file's long tests lead the first share"

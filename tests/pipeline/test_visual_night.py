@@ -238,8 +238,8 @@ async def test_a_separate_task_worker_process_takes_the_screenshots(dashboard, t
         log.close()
     assert launched == [], "the night's own process started no Chromium"
     async with get_client() as client:  # task runs reach the database through events, after the night has its result
+        named = TaskRunFilter(name=TaskRunFilterName(like_="shoot-pages"))
         for _ in range(60):
-            named = TaskRunFilter(name=TaskRunFilterName(like_="shoot-pages"))
             runs = await client.read_task_runs(task_run_filter=named)
             if runs and all(run.state is not None and run.state.is_final() for run in runs):
                 break
