@@ -1,15 +1,17 @@
 """The promise "a bad version never breaks a site twice" over many generated sequences of nights.
 
 Runs `tests/pipeline/night_invariants.NightsMachine` (Hypothesis's rule-based state machine: releases good, a
-front-end fatal or fatal at load offered to some sites and to others later; whole-fleet nights, selections, dry
-runs, a lost answer, a site that cannot be synced; repairs by hand, holds released, sites added), each night
-through `fleet nightly` against a fresh emulator on a real socket, on a Prefect test server. Every violation is
-counted (not only the first) with the sequence that led to it.
+front-end fatal, fatal at load or a visual break offered to some sites and to others later; whole-fleet nights,
+selections, dry runs, a lost answer, a site that cannot be synced; repairs by hand, holds released, sites added),
+each night through `fleet nightly` against a fresh emulator on a real socket, on a Prefect test server. Every
+violation is counted (not only the first) with the sequence that led to it.
 
-Run: `python bench/invariants.py [--sequences 500] [--steps 8] [--nights 6]` (the sequences are drawn afresh on
-each run; a sequence with fewer nights than `--nights` ends with whole-fleet nights until it has them).
-Prints a table and writes bench/results/invariants.json (the sequences, the nights checked, the violations).
-A night costs about 3 s of wall time on the Prefect test server: 500 sequences of 8 steps take hours.
+Run: `python bench/invariants.py [--sequences 500] [--steps 8] [--nights 6] [--processes 2]` (the sequences are
+drawn afresh on each run; a sequence with fewer nights than `--nights` ends with whole-fleet nights until it has
+them). `--processes N` shares the sequences among N processes, each with its own Prefect test server, and adds up
+what they checked: a night waits on sockets and Chromium as much as it computes, so two processes use both cores.
+Prints a line per sequence and a table, and writes bench/results/invariants.json (the sequences, the nights
+checked, the violations). A night costs 1.5 to 6 s of wall time: 500 sequences take an hour or more.
 """
 
 from __future__ import annotations
@@ -17,31 +19,64 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # bench/emulator.py would shadow the `emulator` package
 
 ROOT = Path(__file__).resolve().parent.parent
+COUNTED = ("sequences", "nights", "breaking releases", "items withheld", "sites down")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sequences", type=int, default=500, help="generated sequences to run")
+    parser.add_argument("--sequences", type=int, default=500, help="generated sequences to run (in all)")
     parser.add_argument("--steps", type=int, default=8, help="most rules per sequence (after its first night)")
     parser.add_argument("--nights", type=int, default=6, help="least nights per sequence (whole-fleet nights end "
                                                                "a shorter one)")
     parser.add_argument("--minutes", type=float, default=0, help="stop starting sequences after this long (0: none); "
                                                                   "what ran is reported")
+    parser.add_argument("--processes", type=int, default=1, help="processes that share the sequences (each its own "
+                                                                 "Prefect test server)")
+    parser.add_argument("--name", default="", help=argparse.SUPPRESS)  # a share's name in its progress lines
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "invariants.json")
     args = parser.parse_args()
+    if args.sequences < 1 or args.processes < 1 or args.steps < 1 or args.nights < 0 or args.minutes < 0:
+        parser.error("--sequences, --processes and --steps must be at least 1; --nights and --minutes not negative")
 
+    started = time.perf_counter()
+    results = run_shares(args) if args.processes > 1 else run_here(args)
+    results.update({"machine": platform.platform(), "python": platform.python_version(), "steps": args.steps,
+                    "least_nights": args.nights, "processes": args.processes,
+                    "wall_seconds": round(time.perf_counter() - started, 1)})
+    if not args.name:  # a share's table would only repeat part of the whole
+        print_table(results, args.nights)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    if not args.name:
+        print(f"written: {args.out}")
+    sys.exit(1 if results["violations"] else 0)
+
+
+def run_here(args: argparse.Namespace) -> dict[str, Any]:
+    """The sequences in this process, on one Prefect test server."""
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
     from prefect.testing.utilities import prefect_test_harness
 
     from tests.pipeline import night_invariants as machine
+
+    class Counted(machine.NightsMachine):
+        def teardown(self) -> None:
+            try:
+                super().teardown()
+            finally:
+                print(f"{args.name}sequence {machine.STATS['sequences']}: {self.night_number} nights, "
+                      f"{len(machine.VIOLATIONS)} violation(s) so far", flush=True)
 
     machine.RAISE = False  # count every violation; none stops the run
     machine.NightsMachine.min_nights = args.nights
@@ -49,38 +84,60 @@ def main() -> None:
         started = time.perf_counter()  # the Prefect test server is up: the sequences' time starts
         machine.NightsMachine.stop_at = started + args.minutes * 60 if args.minutes else None
         try:
-            run_state_machine_as_test(machine.NightsMachine, settings=settings(
+            run_state_machine_as_test(Counted, settings=settings(
                 max_examples=args.sequences, stateful_step_count=args.steps, deadline=None, database=None,
                 phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
         except Exception:
             if not machine.NightsMachine.timed_out:
                 raise
-            print(f"stopped after {args.minutes} minutes", flush=True)
-    seconds = time.perf_counter() - started
-    stats = machine.STATS
-    nights_per_sequence = stats["nights"] / max(1, stats["sequences"])
+            print(f"{args.name}stopped after {args.minutes} minutes", flush=True)
+    return {"covered": dict(machine.STATS), "violations": machine.VIOLATIONS, "all_sequences": machine.SEQUENCES,
+            "sequences_seconds": round(time.perf_counter() - started, 1)}
+
+
+def run_shares(args: argparse.Namespace) -> dict[str, Any]:
+    """The sequences shared among `--processes` copies of this script (their lines prefixed with their share),
+    and what they checked added up. A share that fails makes the run fail, with its exit code."""
+    base, extra = divmod(args.sequences, args.processes)
+    with tempfile.TemporaryDirectory(prefix="invariants-") as parts:
+        children = []
+        for index in range(args.processes):
+            share = base + (index < extra)
+            if not share:
+                continue
+            out = Path(parts) / f"share-{index}.json"
+            children.append((out, subprocess.Popen([
+                sys.executable, __file__, "--sequences", str(share), "--steps", str(args.steps), "--nights",
+                str(args.nights), "--minutes", str(args.minutes), "--name", f"[{index + 1}/{args.processes}] ",
+                "--out", str(out)])))
+        failed = [(out, child.wait()) for out, child in children]
+        broken = [f"{out.name} exited {code}" for out, code in failed if code not in (0, 1) or not out.exists()]
+        if broken:
+            sys.exit(f"a share of the sequences failed: {'; '.join(broken)}")
+        shares = [json.loads(out.read_text()) for out, _ in failed]
+    return {"covered": {name: sum(share["covered"][name] for share in shares) for name in COUNTED},
+            "violations": [violation for share in shares for violation in share["violations"]],
+            "all_sequences": [steps for share in shares for steps in share["all_sequences"]],
+            "sequences_seconds": max(share["sequences_seconds"] for share in shares)}
+
+
+def print_table(results: dict[str, Any], least_nights: int) -> None:
+    stats, sequences = results["covered"], results["all_sequences"]
     rows = [("sequences", stats["sequences"]), ("nights checked", stats["nights"]),
-            ("nights per sequence", f"{nights_per_sequence:.1f}"),
-            (f"sequences of >= {args.nights} nights", sum(1 for s in machine.SEQUENCES if nights_in(s) >= args.nights)),
+            ("nights per sequence", f"{stats['nights'] / max(1, stats['sequences']):.1f}"),
+            (f"sequences of >= {least_nights} nights", sum(1 for s in sequences if nights_in(s) >= least_nights)),
             ("releases that broke a site", stats["breaking releases"]),
+            ("visual releases offered", sum(1 for s in sequences for step in s if step.startswith("offer('visual'"))),
             ("items withheld by a hold", stats["items withheld"]),
             ("sites down at a night's end", stats["sites down"]),
-            ("violations", len(machine.VIOLATIONS)), ("wall seconds", f"{seconds:.0f}")]
+            ("violations", len(results["violations"])), ("processes", results["processes"]),
+            ("wall seconds", f"{results['wall_seconds']:.0f}")]
     print(f"{'invariants over generated nights':<32} {'':>10}")
     for label, value in rows:
         print(f"{label:<32} {value!s:>10}")
-    for violation in machine.VIOLATIONS[:20]:
+    for violation in results["violations"][:20]:
         print(f"VIOLATION night {violation['night']}: {violation['violation']}\n  after: "
               + "; ".join(violation["sequence"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "machine": platform.platform(), "python": platform.python_version(),
-        "steps": args.steps, "least_nights": args.nights, "sequences": stats["sequences"],
-        "nights": stats["nights"], "covered": stats,
-        "violations": machine.VIOLATIONS, "wall_seconds": round(seconds, 1),
-        "all_sequences": machine.SEQUENCES}, indent=1))
-    print(f"written: {args.out}")
-    sys.exit(1 if machine.VIOLATIONS else 0)
 
 
 def nights_in(steps: list[str]) -> int:

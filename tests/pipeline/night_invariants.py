@@ -2,13 +2,13 @@
 
 `NightsMachine` is a Hypothesis rule-based state machine: an emulated dashboard on a real socket, one plugin that
 several sites share, and rules that offer its releases (good, a front-end fatal, fatal at load, which on a site
-where it is switched off is fatal only when switched on) to some sites one night and to others later, run nights
-(the whole fleet, a selection, a dry run, a lost answer, a site that cannot be synced), repair a site by hand,
-release a hold and add a site. After every night it checks, from the emulator's ground truth, the summary, the
-state database, `fleet runs` and the operator's report, the invariants below (`Violation`).
-`test_night_invariants.py` runs a few sequences in CI; `bench/invariants.py` runs hundreds and counts them. A
-failing sequence prints as Python that replays it as a plain test (`state = NightsMachine(); state.offer(...);
-...`).
+where it is switched off is fatal only when switched on, a visual break seen only in the night's screenshots) to
+some sites one night and to others later, run nights (the whole fleet, a selection, a dry run, a lost answer, a
+site that cannot be synced), repair a site by hand, release a hold and add a site. After every night it checks,
+from the emulator's ground truth, the summary, the state database, `fleet runs` and the operator's report, the
+invariants of `check`. `test_night_invariants.py` runs a few sequences in CI; `bench/invariants.py` runs
+hundreds and counts them. A failing sequence prints as Python that replays it as a plain test (`state =
+NightsMachine(); state.offer(...); ...`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from typer.testing import CliRunner
@@ -34,9 +35,13 @@ from emulator.testing import EmulatorServer
 from fleet.model.summary import Outcome, Summary
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
+from fleet.visual.capture import chromium_path
 
-KINDS = ("good", "break", "load")  # a front-end fatal; fatal at load (fatal only when switched on, if off)
-FAULT = {"good": None, "break": "break", "load": "load"}
+# a front-end fatal; fatal at load (fatal only when switched on, where it is off); a stylesheet gone while the pages
+# answer 200, seen only in the night's screenshots (the system Chromium: without it the kind is not drawn)
+KINDS = ("good", "break", "load", "visual") if chromium_path() else ("good", "break", "load")
+FAULT = {"good": None, "break": "break", "load": "load", "visual": None}
+VISUAL = {"visual": {"sitemap_pages": 0, "viewports": ["desktop"], "baseline_gap_seconds": 0}}  # the home page
 HELD_WITHOUT_EVIDENCE = 3  # nights a never-bad release may be withheld with no open incident naming it
 # what the checks covered (read by bench/invariants.py): sequences, nights, releases that broke a site, items the
 # nights' holds withheld, sites down at a night's end
@@ -128,9 +133,11 @@ class NightsMachine(RuleBasedStateMachine):
 
     @initialize()
     def a_first_whole_fleet_night(self) -> None:
-        """The fleet's own pending updates applied once, so that later nights are about the plugin's releases."""
+        """The fleet's own pending updates applied once, so that later nights are about the plugin's releases. No
+        release of the plugin is offered yet, so none can break a page visually: this night takes no screenshots
+        (every site shot before and after each step would add 15 s to every sequence)."""
         self.step("a_first_whole_fleet_night()")
-        self.night()
+        self.night(screenshots=False)
 
     @rule(kind=st.sampled_from(KINDS), which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
     def offer(self, kind: str, which: set[int]) -> None:
@@ -138,10 +145,7 @@ class NightsMachine(RuleBasedStateMachine):
         version = f"100.{len(self.releases) + 1}.0"
         self.step(f"offer({kind!r}, {sorted(which)!r})  # {version}")
         self.releases[version] = Release(version, kind)
-        for index in sorted(which):
-            site = self.sites[index % len(self.sites)]
-            self.post("offers", {"site_id": site, "type": "plugin", "slug": self.slug, "version": version})
-            self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug, "mode": FAULT[kind]})
+        self.reach(version, which)
 
     @precondition(lambda self: bool(self.releases))
     @rule(pick=st.integers(0, 20), which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
@@ -149,11 +153,18 @@ class NightsMachine(RuleBasedStateMachine):
         """An earlier release reaches more sites nights later (their own update clocks, a window, a failed sync)."""
         version = sorted(self.releases)[pick % len(self.releases)]
         self.step(f"offer_later({pick}, {sorted(which)!r})  # {version}")
+        self.reach(version, which)
+
+    def reach(self, version: str, which: set[int]) -> None:
+        """The sites `which` are offered `version`, with its fault: a visual break is marked on the version the
+        site offers now, so it shows once that version is installed and switched on."""
+        kind = self.releases[version].kind
         for index in sorted(which):
             site = self.sites[index % len(self.sites)]
             self.post("offers", {"site_id": site, "type": "plugin", "slug": self.slug, "version": version})
-            self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug,
-                                       "mode": FAULT[self.releases[version].kind]})
+            self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug, "mode": FAULT[kind]})
+            if kind == "visual":
+                self.post("faults/visual", {"site_id": site, "type": "plugin", "slug": self.slug, "mode": "css"})
 
     @rule(which=st.sampled_from(["whole", "selection", "dry"]), pick=st.integers(0, 5))
     def a_night(self, which: str, pick: int) -> None:
@@ -180,9 +191,7 @@ class NightsMachine(RuleBasedStateMachine):
         """Every site's window closed tonight (a blackout): listed, never touched; not a whole-fleet listing."""
         self.step("a_night_in_a_blackout()")
         today = datetime.now(UTC).date().isoformat()
-        policy = self.home / "blackout.yaml"
-        policy.write_text(f'blackouts:\n  - {{from: {today}, to: {today}, reason: "freeze"}}\n')
-        self.night(policy=policy)
+        self.night(blackout={"from": today, "to": today, "reason": "freeze"})
 
     @rule()
     def a_night_with_a_lost_answer(self) -> None:
@@ -195,9 +204,9 @@ class NightsMachine(RuleBasedStateMachine):
         """The operator renames the culprit's folder on a broken site (WordPress switches it off)."""
         self.step(f"repaired_by_hand({pick})")
         truth = self.truth()["sites"]
-        broken = [site for site in self.sites if truth[str(site)]["front_end"]["status"] != "up"]
-        if broken:
-            self.post("sites/repair", {"site_id": broken[pick % len(broken)]})
+        down = [site for site in self.sites if truth[str(site)]["front_end"]["status"] != "up"]
+        if down:
+            self.post("sites/repair", {"site_id": down[pick % len(down)]})
 
     @precondition(lambda self: bool(self.holds.active()))
     @rule(pick=st.integers(0, 5))
@@ -221,10 +230,14 @@ class NightsMachine(RuleBasedStateMachine):
 
     # ---- a night, and the promise after it ---------------------------------------------------------------------
 
-    def night(self, sites: list[int] | None = None, dry_run: bool = False, policy: Path | None = None) -> None:
-        args = ["nightly", "--report-dir", str(self.home / "reports")]
-        if policy is not None:
-            args += ["--policy", str(policy)]
+    def night(self, sites: list[int] | None = None, dry_run: bool = False,
+              blackout: dict[str, str] | None = None, screenshots: bool = True) -> None:
+        """`fleet nightly` under the sequence's policy: the home page screenshotted where a visual break can be
+        drawn, and tonight's blackout."""
+        policy = self.home / "policy.yaml"
+        policy.write_text(yaml.safe_dump({**(VISUAL if screenshots and "visual" in KINDS else {}),
+                                          **({"blackouts": [blackout]} if blackout else {})}))
+        args = ["nightly", "--report-dir", str(self.home / "reports"), "--policy", str(policy)]
         if sites:
             args += ["--sites", ",".join(map(str, sites))]
         if dry_run:
@@ -271,8 +284,8 @@ class NightsMachine(RuleBasedStateMachine):
             release = self.releases.get(self.version_on(after, site) or "")
             if release is None or release.kind == "good":
                 continue
-            if culprit in (state["front_end"]["broken_by"], state["front_end"]["fatal_by"]) and (
-                    state["front_end"]["status"] != "up" or site in {a.site_id for a in summary.broken}):
+            if culprit in causes(state) and (
+                    broken(state) or site in {a.site_id for a in summary.broken}):
                 release.broke.add(site)
                 if release.first_broke is None:
                     release.first_broke = self.night_number
@@ -288,17 +301,16 @@ class NightsMachine(RuleBasedStateMachine):
             state = after["sites"][str(site)]
             plugin = state["plugins"].get(self.slug) or {}
             incident = incidents.get(site)
-            if state["front_end"]["status"] != "up" and state["reachable"]:
+            if broken(state) and state["reachable"]:
                 STATS["sites down"] += 1
                 if incident is None:
-                    problems.append(f"site {site} is {state['front_end']['status']} with no open incident")
+                    problems.append(f"site {site} is {broken(state)} with no open incident")
                     continue
                 version = plugin.get("version")
                 named = {s.to_version for s in incident.suspects if s.slug == self.slug}
                 if incident.culprit is not None:
                     named = {incident.culprit.to_version} if incident.culprit.slug == self.slug else set()
-                cause = f"plugin:{self.slug}"
-                if cause in (state["front_end"]["broken_by"], state["front_end"]["fatal_by"]) and version not in named:
+                if f"plugin:{self.slug}" in causes(state) and version not in named:
                     problems.append(f"site {site} is broken by {self.slug} {version}; its incident {incident.id} "
                                     f"names {sorted(v or '?' for v in named)}")
                 if state["front_end"]["dead_at_load"] and not incident.down:
@@ -380,6 +392,22 @@ class NightsMachine(RuleBasedStateMachine):
                 problems.append(f"site {item.site_id}: {item.slug} counted updated to {item.to_version}, "
                                 f"installed {plugin['version']}")
         return problems
+
+
+def broken(state: dict) -> str:
+    """What a visitor of the site sees wrong at the night's end ("" when nothing): pages down, or a visual break."""
+    if state["front_end"]["status"] != "up":
+        return str(state["front_end"]["status"])
+    return f"visually broken ({state['visual']['break']})" if state["visual"]["break"] else ""
+
+
+def causes(state: dict) -> set[str]:
+    """The culprits the site's ground truth names: a front-end break, a fatal, a visual break, and a release marked
+    to break the pages visually that is installed (switched off by a containment, it shows no break)."""
+    marked = {key for key, mark in state["visual"]["marked"].items()
+              if (state["plugins"].get(key.partition(":")[2]) or {}).get("version") == mark["version"]}
+    named = {state["front_end"]["broken_by"], state["front_end"]["fatal_by"], state["visual"]["by"], *marked}
+    return named - {None, ""}
 
 
 ENV_NAMES = ("FLEET_STATE_DB", "FLEET_REPORT_DIR", "FLEET_JOB_POLL_SECONDS", "FLEET_STALL_AFTER_SECONDS",
