@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,7 +64,11 @@ def main() -> None:
 
 
 def run_here(args: argparse.Namespace) -> dict[str, Any]:
-    """The sequences in this process, on one Prefect test server."""
+    """The sequences in this process, on one Prefect test server in a Prefect home of its own (as each test
+    process has: no share of the run waits on another's database)."""
+    from tests.prefect_home import own_prefect_home
+
+    home = own_prefect_home("invariants")
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis.stateful import run_state_machine_as_test
     from prefect.testing.utilities import prefect_test_harness
@@ -91,6 +96,7 @@ def run_here(args: argparse.Namespace) -> dict[str, Any]:
             if not machine.NightsMachine.timed_out:
                 raise
             print(f"{args.name}stopped after {args.minutes} minutes", flush=True)
+    shutil.rmtree(home, ignore_errors=True)
     return {"covered": dict(machine.STATS), "violations": machine.VIOLATIONS, "all_sequences": machine.SEQUENCES,
             "sequences_seconds": round(time.perf_counter() - started, 1)}
 

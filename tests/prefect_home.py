@@ -1,0 +1,32 @@
+"""The Prefect home a test process (or a benchmark's share) runs under: its own, and lean."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def own_prefect_home(name: str) -> Path:
+    """A Prefect home for this process alone, and none of the caller's PREFECT_* settings: workers never share a
+    Prefect database (a temporary server a subprocess night starts keeps its SQLite file in the home), and no test
+    reads or writes the user's ~/.prefect or reaches the server an exported PREFECT_API_URL names. The test
+    processes and `bench/invariants.py`'s shares each make one (`name` names it)."""
+    for setting in [setting for setting in os.environ if setting.startswith("PREFECT_")]:
+        del os.environ[setting]
+    home = Path(tempfile.mkdtemp(prefix=f"prefect-home-{name}-"))
+    os.environ["PREFECT_HOME"] = str(home)
+    os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+    # The harness and the temporary servers evaluate no automations and keep no events: no test asks them for
+    # either (the automations are tested on `prefect server start` servers of their own, whose environment drops
+    # these), and they cost about 10% of those servers' CPU.
+    os.environ["PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"] = "false"
+    os.environ["PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED"] = "false"
+    # The in-process nights' log records are not sent to the test servers: no test reads them there (those that
+    # read a run's logs run it in a process of its own, against a server of their own), and shipping them cost
+    # about 6% of the suite's CPU on 2 cores.
+    os.environ["PREFECT_LOGGING_TO_API_ENABLED"] = "false"
+    # A night run in a subprocess without the harness starts a temporary Prefect server: under a full suite's
+    # load it needs more than Prefect's 20 s.
+    os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+    return home
