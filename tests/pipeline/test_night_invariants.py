@@ -11,7 +11,7 @@ from tests.pipeline.night_invariants import KINDS, NightsMachine
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-TestNightInvariants = NightsMachine.TestCase
+TestNightInvariants = pytest.mark.long(60)(NightsMachine.TestCase)  # its sequences lead a worker's share
 TestNightInvariants.settings = settings(max_examples=4, stateful_step_count=8, deadline=None, derandomize=True,
                                         phases=[Phase.explicit, Phase.generate], database=None,
                                         suppress_health_check=list(HealthCheck))
@@ -28,6 +28,7 @@ def test_a_dry_night_is_listed_as_one() -> None:
         state.teardown()
 
 
+@pytest.mark.long(20)
 @pytest.mark.skipif("visual" not in KINDS, reason="no Chromium: a visual break is seen only in screenshots")
 def test_a_visual_break_is_held_for_a_lagging_site_and_checked_on_every_night() -> None:
     """A release that takes the stylesheet away while the pages answer 200 breaks the two sites offered it first;
