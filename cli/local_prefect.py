@@ -119,14 +119,15 @@ class LocalPrefectServer:
 
     def _wait_until_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise RuntimeError(f"prefect server start exited {self._process.returncode}; see {self.log}")
-            try:
-                if httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        with httpx.Client(timeout=2) as http:  # one client for every poll: each new one loads the CA bundle
+            while time.monotonic() < deadline:
+                assert self._process is not None
+                if self._process.poll() is not None:
+                    raise RuntimeError(f"prefect server start exited {self._process.returncode}; see {self.log}")
+                try:
+                    if http.get(f"{self.api_url}/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
         raise RuntimeError(f"the Prefect server did not answer within {self.startup_timeout:g} s; see {self.log}")

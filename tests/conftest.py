@@ -14,9 +14,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.local_http import LOCAL_HTTP
 from tests.prefect_home import own_prefect_home
 from tests.tls import Certificate, self_signed
 
@@ -150,9 +150,9 @@ def no_lock_left_behind() -> Iterator[None]:
         return
     for server in list(started.SubprocessASGIServer._instances.values()):
         if server.running:
-            found = httpx.post(f"{server.api_url}/v2/concurrency_limits/filter", json={}, timeout=30)
+            found = LOCAL_HTTP.post(f"{server.api_url}/v2/concurrency_limits/filter", json={})
             for limit in found.json() if found.is_success else []:
-                httpx.delete(f"{server.api_url}/v2/concurrency_limits/{limit['name']}", timeout=30)
+                LOCAL_HTTP.delete(f"{server.api_url}/v2/concurrency_limits/{limit['name']}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

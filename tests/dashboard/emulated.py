@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+from tests.local_http import LOCAL_HTTP
 
 NAMESPACES = ("svc", "mainwp")
 FAST_RETRIES = {"retry_initial": 0.005, "retry_cap": 0.02, "max_attempts": 8}
@@ -18,8 +18,7 @@ class GroundTruth:
         self.headers = {"X-Emulator-Token": server.credentials["admin_token"]}
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        response = httpx.request(method, f"{self.root}/__emulator__{path}", json=body, headers=self.headers,
-                                 timeout=30)
+        response = LOCAL_HTTP.request(method, f"{self.root}/__emulator__{path}", json=body, headers=self.headers)
         response.raise_for_status()
         return response.json()
 

@@ -34,6 +34,7 @@ REQUIRED = {"report/report": {"run_dir": "reports/20261124-020000-abcdef12"}}  #
 # How long the UI may take to open a form or leave it after Submit: a busy machine's browser and server are slow,
 # and a form the UI refuses is told by its field errors, not by the wait (20 s failed beside other suites)
 UI_WAIT_MS = 120_000
+TOASTS = "#prefect-design-toast-app"
 
 pytestmark = [pytest.mark.long(15), pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium): the Prefect UI's run forms "
@@ -103,6 +104,9 @@ async def open_run_form(browser: Any, prefect_ui: PrefectUI, deployment: str) ->
     page = await browser.new_page(viewport={"width": 1400, "height": 2000})
     await page.goto(f"{prefect_ui.url}/deployments/deployment/{prefect_ui.deployments[deployment]}/run")
     await page.get_by_role("button", name="Submit").wait_for(timeout=UI_WAIT_MS)
+    # the UI's toasts lie over the Submit button until they fade: under a loaded suite one took every click for 30 s
+    # (a person waits or closes it); they let clicks through here, and what they say is kept for a failure's message
+    await page.add_style_tag(content=f"{TOASTS} {{ pointer-events: none !important; }}")
     return page
 
 
@@ -120,7 +124,9 @@ async def submit(page: Any, prefect_ui: PrefectUI, deployment: str, before: int)
                 return
     text = await page.locator("form").inner_text()
     problems = [line for line in text.splitlines() if "valid" in line or "not of type" in line]
-    pytest.fail(f"the {deployment} form was not submitted as it opened: {problems or text[-1500:]}")
+    toasts = await page.locator(TOASTS).all_inner_texts()
+    pytest.fail(f"the {deployment} form was not submitted as it opened: {problems or text[-1500:]}; the UI said: "
+                f"{toasts}")
 
 
 def runs_of(prefect_ui: PrefectUI, deployment: str) -> list[dict[str, Any]]:

@@ -128,16 +128,19 @@ def _tokyo():
     return ZoneInfo("Asia/Tokyo")
 
 
-async def _paused_run(flow_name: str, timeout: float = 60):
+async def _paused_run(night: asyncio.Task):
+    """The flow run that `night` paused for approval, as soon as the server says so. No deadline of its own (a busy
+    machine once took longer than the 60 s it had): the test's timeout bounds it, and a night that ends without
+    pausing fails at once, with what it returned or raised."""
     async with get_client() as client:
-        for _ in range(int(timeout * 4)):
+        while not night.done():
             runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
                 state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
             runs = [run for run in runs if run.state and run.state.state_details.run_input_keyset]
             if runs:
                 return runs[0]
             await asyncio.sleep(0.25)
-    raise AssertionError("no flow run paused for approval")
+    raise AssertionError(f"the night ended without pausing for approval: {night.result()!r}")
 
 
 def approval_policy(tmp_path: Path, slug: str, timeout: str = "5m") -> str:
@@ -152,7 +155,7 @@ async def test_the_gate_pauses_is_approved_through_prefect_and_applies_the_item(
     emulator = dashboard(sites=12, seed=8)
     slug = waiting_slug(read_run(await update_fleet(dry_run=True))[1])
     night = asyncio.create_task(update_fleet(policy_file=approval_policy(tmp_path, slug)))
-    run = await _paused_run("update-fleet")
+    run = await _paused_run(night)
     truth = emulator.truth()
     notice = (tmp_path / "reports" / "alerts" / f"approval-{run.id}.eml").read_text()
     assert "wait for your approval" in notice and f"fleet approve {run.id} --all" in notice and slug in notice
@@ -194,7 +197,7 @@ async def test_fleet_approve_answers_the_gate_from_a_terminal(dashboard, tmp_pat
     dashboard(sites=12, seed=8)
     slug = waiting_slug(read_run(await update_fleet(dry_run=True))[1])
     night = asyncio.create_task(update_fleet(policy_file=approval_policy(tmp_path, slug)))
-    run = await _paused_run("update-fleet")
+    run = await _paused_run(night)
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
     wrong = await asyncio.to_thread(subprocess.run, [str(FLEET), "approve", str(run.id), "--item", "9999:nothing"],
                                     env=env, capture_output=True, text=True, timeout=120)
