@@ -187,8 +187,9 @@ async def test_the_queue_wait_counts_toward_the_gateway() -> None:
         ledger = await settled(board)
     assert [(await first).status_code, second.status_code] == [200, 504]
     assert ledger["gateway_timeouts"] == 1 and ledger["operations"]["sync"] == 2 * sites
-    # it waited longer than its own work left of the gateway, and no longer than the first call's work
-    assert gateway - work < ledger["longest_queue_wait_seconds"] <= work - late / SCALE + 1e-3
+    # it waited longer than its own work left of the gateway, and in FIFO order no longer than the first call's work
+    # (how much less depends on when each call reached the dashboard, which a busy machine decides)
+    assert gateway - work < ledger["longest_queue_wait_seconds"] <= work + 1e-3
 
 
 @pytest.mark.parametrize(("workers", "waits_for_the_chunk"), [(1, True), (2, False)])
