@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+import certifi
+
 
 def own_prefect_home(name: str) -> Path:
     """A Prefect home for this process alone, and none of the caller's PREFECT_* settings: workers never share a
@@ -42,12 +44,9 @@ def own_prefect_home(name: str) -> Path:
 
 def _one_root(home: Path) -> Path:
     """The first root certificate of certifi's bundle, alone in a file of the Prefect home."""
-    import certifi
-
     bundle = Path(certifi.where()).read_text()
-    first = bundle[bundle.index(BEGIN): bundle.index(END) + len(END)] + "\n"
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----"): bundle.index(end) + len(end)] + "\n"
     (path := home / "one-root.pem").write_text(first)
     return path
 
-
-BEGIN, END = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"

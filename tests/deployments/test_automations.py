@@ -26,6 +26,7 @@ from cli.local_prefect import LocalPrefectServer, command_path
 from deployments.automations import KILL_SWITCH, NAMES, NIGHT_NOT_FINISHED, REPORTS_UNDELIVERED
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
+from tests.local_http import LOCAL_HTTP
 
 NOTIFY = "custom-webhook/ops"
 DEADLINE_SECONDS = 20
@@ -65,8 +66,8 @@ class World:
         read = method == "GET" or path.endswith("/filter")
         for attempt in range(3):  # a server on SQLite answers 500 now and then when busy ("database is locked")
             try:
-                answer = httpx.request(method, f"{self.server.api_url}{path}",
-                                       json=None if method == "GET" else body, timeout=30)
+                answer = LOCAL_HTTP.request(method, f"{self.server.api_url}{path}",
+                                            json=None if method == "GET" else body)
             except httpx.TimeoutException:  # or, beside a busy suite, not within 30 s: a read is asked again
                 if not read or attempt == 2:
                     raise
@@ -84,8 +85,8 @@ class World:
             **dashboard_environment(self.emulator.credentials), **extra)
 
     def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        answer = httpx.request(method, f"{self.emulator.root_url}/__emulator__/{path}", json=body, timeout=30,
-                               headers={"x-emulator-token": self.emulator.config.admin_token.get_secret_value()})
+        answer = LOCAL_HTTP.request(method, f"{self.emulator.root_url}/__emulator__/{path}", json=body,
+                                    headers={"x-emulator-token": self.emulator.config.admin_token.get_secret_value()})
         answer.raise_for_status()
         return answer.json() if answer.content else None
 

@@ -7,7 +7,6 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
@@ -18,6 +17,7 @@ from deployments.serve import ScheduleSettings, build_deployments, ensure_concur
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.model.summary import Outcome, Summary, UpdateType
+from tests.local_http import LOCAL_HTTP
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 TRUTH_TYPE = {UpdateType.core: "wp"}
@@ -127,10 +127,9 @@ async def test_manual_update_trigger_runs_against_the_emulator(tmp_path: Path) -
             finally:
                 await runner.astop()
                 serving.cancel()
-        truth = httpx.get(
+        truth = LOCAL_HTTP.get(
             f"{server.root_url}/__emulator__/state",
             headers={"X-Emulator-Token": server.credentials["admin_token"]},
-            timeout=30,
         ).json()["sites"]
     assert flow_run.state is not None and flow_run.state.is_completed(), flow_run.state
     (summary_path,) = tmp_path.glob("*/summary.json")

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from cli.local_prefect import LocalPrefectServer
+from tests.local_http import LOCAL_HTTP
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -74,7 +74,7 @@ class PrefectUI:
     block_id: str
 
     def api(self, method: str, path: str, **kwargs: Any) -> Any:
-        answer = httpx.request(method, f"{self.url}/api{path}", timeout=30, **kwargs)
+        answer = LOCAL_HTTP.request(method, f"{self.url}/api{path}", **kwargs)
         answer.raise_for_status()
         return answer.json()
 

@@ -37,7 +37,7 @@ def scheduled_runs(server: LocalPrefectServer) -> list[dict]:
     flow, deployment = NIGHTLY
     body = {"flows": {"name": {"any_": [flow]}}, "deployments": {"name": {"any_": [deployment]}},
             "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}}}, "sort": "EXPECTED_START_TIME_ASC"}
-    answer = LOCAL_HTTP.post(f"{server.api_url}/flow_runs/filter", json=body, timeout=30)
+    answer = LOCAL_HTTP.post(f"{server.api_url}/flow_runs/filter", json=body)
     answer.raise_for_status()
     return answer.json()
 
@@ -182,8 +182,8 @@ def test_a_failed_night_is_one_line_in_fleet_serves_output_and_its_traceback_sta
         assert wait_for(lambda: f"({run_id}) failed" in printed()), printed()[-3000:]
 
         def logs() -> list[dict]:  # the run's process ships its log records in batches: the last may come later
-            return LOCAL_HTTP.post(f"{server.api_url}/logs/filter", json={"logs": {"flow_run_id": {"any_": [run_id]}}},
-                              timeout=30).json()
+            return LOCAL_HTTP.post(f"{server.api_url}/logs/filter",
+                                   json={"logs": {"flow_run_id": {"any_": [run_id]}}}).json()
 
         traced = wait_for(lambda: any("Traceback" in entry["message"] for entry in logs()), timeout=60)
         messages = [entry["message"] for entry in logs()]
@@ -208,12 +208,12 @@ def test_a_vulnerability_published_between_nights_is_patched_by_fleet_serves_sec
         credentials, token = emulator.credentials, {"X-Emulator-Token": emulator.credentials["admin_token"]}
 
         def truth() -> dict:
-            return LOCAL_HTTP.get(f"{emulator.root_url}/__emulator__/state", headers=token, timeout=30).json()
+            return LOCAL_HTTP.get(f"{emulator.root_url}/__emulator__/state", headers=token).json()
 
         site = next(site for site in truth()["sites"].values() if site["status"] == "connected"
                     and sum(u["type"] == "plugin" for u in site["pending_updates"]) >= 2)
         target = next(u for u in site["pending_updates"] if u["type"] == "plugin")
-        LOCAL_HTTP.post(f"{emulator.root_url}/__emulator__/vulnerabilities/publish", headers=token, timeout=30, json={
+        LOCAL_HTTP.post(f"{emulator.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
             "type": "plugin", "slug": target["slug"], "to_version": target["current_version"],
             "patched": [target["new_version"]]}).raise_for_status()
         settings = {"FLEET_SCHEDULE_CRON": "0 3 1 1 *", "FLEET_SECURITY_INTERVAL_SECONDS": "30",

@@ -15,7 +15,6 @@ import shlex
 import socket
 from pathlib import Path
 
-import httpx
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
@@ -28,6 +27,7 @@ from deployments.work_pool import SECURITY_FAN_OUT_DEPLOYMENT
 from emulator.testing import EmulatorServer
 from fleet.engine.estate import NightStatus, find_run_dir, write_limit_name
 from fleet.model.summary import Outcome, Summary
+from tests.local_http import LOCAL_HTTP
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -86,8 +86,8 @@ def run_by_a_worker(flow_run: FlowRun, logs: Path) -> bool:
 
 
 def admin(board: EmulatorServer, method: str, path: str, body: dict[str, object] | None = None) -> dict:
-    answer = httpx.request(method, f"{board.root_url}/__emulator__/{path}", json=body, timeout=30,
-                           headers={"x-emulator-token": board.config.admin_token.get_secret_value()})
+    answer = LOCAL_HTTP.request(method, f"{board.root_url}/__emulator__/{path}", json=body,
+                                headers={"x-emulator-token": board.config.admin_token.get_secret_value()})
     answer.raise_for_status()
     return answer.json()
 
@@ -102,8 +102,8 @@ def offer_a_vulnerability_fix(board: EmulatorServer) -> tuple[int, str, str]:
     fixed = f"{plugin['version']}.1"
     admin(board, "POST", "offers", {"site_id": site["id"], "type": "plugin", "slug": slug, "version": fixed})
     credentials = board.credentials
-    httpx.post(f"{credentials['base_url']}/{credentials['namespace']}/v2/sites/{site['id']}/sync", timeout=60,
-               headers={"Authorization": f"Bearer {credentials['api_keys']['read_write']}"}).raise_for_status()
+    LOCAL_HTTP.post(f"{credentials['base_url']}/{credentials['namespace']}/v2/sites/{site['id']}/sync", timeout=60,
+                    headers={"Authorization": f"Bearer {credentials['api_keys']['read_write']}"}).raise_for_status()
     admin(board, "POST", "vulnerabilities/publish",
           {"type": "plugin", "slug": slug, "to_version": plugin["version"], "patched": [fixed]})
     return site["id"], slug, fixed

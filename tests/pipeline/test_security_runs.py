@@ -4,7 +4,6 @@ dry run writes nothing; with no fix offered it does nothing; a running night kee
 
 from __future__ import annotations
 
-import httpx
 import pytest
 import yaml
 
@@ -14,14 +13,15 @@ from fleet.rules.breakage import SitesBrokenByRun
 from flows.security import patch_vulnerabilities
 from flows.update import update_fleet
 from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
+from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import installed, read_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def truth_of(board, credentials) -> dict:
-    return httpx.get(f"{board.server.root_url}/__emulator__/state",
-                     headers={"X-Emulator-Token": credentials["admin_token"]}).json()
+    return LOCAL_HTTP.get(f"{board.server.root_url}/__emulator__/state",
+                          headers={"X-Emulator-Token": credentials["admin_token"]}).json()
 
 
 async def test_a_vulnerability_published_after_a_night_is_patched_before_the_next(dashboard, monkeypatch, tmp_path):
@@ -44,9 +44,9 @@ async def test_a_vulnerability_published_after_a_night_is_patched_before_the_nex
                and item.to_version == target.to_version]
     others = [item for item in routine if item.slug != target.slug]
     assert others
-    response = httpx.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish",
-                          headers={"X-Emulator-Token": credentials["admin_token"]},
-                          json={"type": "plugin", "slug": target.slug, "to_version": target.from_version,
+    response = LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish",
+                               headers={"X-Emulator-Token": credentials["admin_token"]},
+                               json={"type": "plugin", "slug": target.slug, "to_version": target.from_version,
                                 "patched": [target.to_version]})
     response.raise_for_status()
     cve = response.json()["cve"]
@@ -97,10 +97,10 @@ async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fai
     site = next(site for site in truth_of(board, credentials)["sites"].values() if site["status"] == "connected"
                 and any(update["type"] == "plugin" for update in site["pending_updates"]))
     target = next(update for update in site["pending_updates"] if update["type"] == "plugin")
-    httpx.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
+    LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
         "slug": target["slug"], "to_version": target["current_version"], "patched": [target["new_version"]]},
     ).raise_for_status()
-    httpx.post(f"{board.server.root_url}/__emulator__/faults/items", headers=token, json={
+    LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/faults/items", headers=token, json={
         "site_id": site["id"], "type": "plugin", "slug": target["slug"], "mode": "break"}).raise_for_status()
     with pytest.raises(SitesBrokenByRun) as ended:
         await patch_vulnerabilities()

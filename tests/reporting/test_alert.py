@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.local_http import LOCAL_HTTP
 from tests.reporting.conftest import SmtpServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +120,6 @@ async def test_a_key_revoked_after_the_service_started_alerts_naming_the_variabl
 ):
     """The key passed `fleet serve`'s check, then someone revoked it on the dashboard: the next night fails and its
     alert says which setting to fix and in which file, not only "HTTP 401"."""
-    import httpx
 
     from emulator.config import EmulatorConfig
     from emulator.testing import EmulatorServer
@@ -135,8 +135,8 @@ async def test_a_key_revoked_after_the_service_started_alerts_naming_the_variabl
                          "FLEET_ABILITIES_PASSWORD", "FLEET_SMTP_HOST", "FLEET_ALERT_BLOCKS"):
             monkeypatch.delenv(variable, raising=False)
         monkeypatch.setenv("FLEET_REPORT_DIR", str(tmp_path / "reports"))
-        revoked = httpx.delete(f"{credentials['base_url']}/{credentials['namespace']}/v2/rest-api/delete-key/"
-                               f"ck_{key.split('==')[1]}", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        revoked = LOCAL_HTTP.delete(f"{credentials['base_url']}/{credentials['namespace']}/v2/rest-api/delete-key/"
+                                    f"ck_{key.split('==')[1]}", headers={"Authorization": f"Bearer {key}"})
         assert revoked.status_code == 200, revoked.text
 
         state = await nightly_maintenance(return_state=True)
