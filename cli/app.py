@@ -15,6 +15,7 @@ from cli.commands import (
     emulator,
     holds,
     incidents,
+    memory,
     nightly,
     report,
     runs,
@@ -63,6 +64,7 @@ app.add_typer(blocks.app, name="blocks")
 app.add_typer(holds.app, name="holds")
 app.add_typer(runs.app, name="runs")
 app.add_typer(incidents.app, name="incidents")
+app.add_typer(memory.app, name="memory")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
 app.add_typer(screenshots.app, name="screenshots")

@@ -15,6 +15,7 @@ from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.model.settings import STATE_FILE
 from fleet.model.summary import SUMMARY_FILE, Summary
+from fleet.state.dashboard_memory import FOLDER as MEMORY_FOLDER
 
 
 def dashboard_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
@@ -52,14 +53,19 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
 
 
 def fresh_start(output_dir: Path) -> list[str]:
-    """Forget what earlier demos left in `output_dir` (their state database: holds, first-seen dates, the journal;
-    their run directories and alerts), so that every demo's first night is the same; returns what was removed."""
+    """Forget what earlier demos left in `output_dir` (their state database and their dashboard's memory: holds,
+    first-seen dates, the journal; their run directories and alerts), so that every demo's first night is the
+    same; returns what was removed."""
     removed = []
     state = output_dir / STATE_FILE
     if state.exists():
         removed.append(f"the state database {state}")
     for path in (state, state.with_name(STATE_FILE + "-wal"), state.with_name(STATE_FILE + "-shm")):
         path.unlink(missing_ok=True)
+    memories = output_dir / MEMORY_FOLDER
+    if memories.is_dir():
+        removed.append(f"the dashboards' memory {memories}")
+        shutil.rmtree(memories)
     runs = [path for path in output_dir.glob(f"*/{SUMMARY_FILE}")] if output_dir.is_dir() else []
     for summary in runs:
         shutil.rmtree(summary.parent)

@@ -13,6 +13,8 @@ Exit codes (every command):
   8  sites broken on earlier nights are still down (their incidents are open; the reports lead with them)
   9  the night did nothing: it synced no site, or attempted none of its updates (a deadline passed, the dashboard
      stopped answering); the summary and the reports say why
+ 10  the night did not start: another live run of the dashboard held its night lock for longer than
+     FLEET_NIGHT_LOCK_WAIT_SECONDS (the line names it)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.incidents import SitesStillDown
 from fleet.rules.plan import NoSiteMatches
 from fleet.rules.policy import PolicyError
+from fleet.state.night_lock import NightBusy
 
 
 class ExitCode(IntEnum):
@@ -55,6 +58,7 @@ class ExitCode(IntEnum):
     SITES_BROKEN = 7
     SITES_STILL_DOWN = 8
     NOTHING_DONE = 9
+    NIGHT_BUSY = 10
 
 
 def exit_code_for(error: DashboardError) -> ExitCode:
@@ -71,7 +75,7 @@ def exit_code_for(error: DashboardError) -> ExitCode:
     return ExitCode.API_ERROR
 
 
-EXPECTED = (DashboardError, PolicyError, NoSiteMatches, NightFailure, SettingsError, ValidationError)
+EXPECTED = (DashboardError, PolicyError, NoSiteMatches, NightFailure, NightBusy, SettingsError, ValidationError)
 
 
 def dashboard_host() -> str:
@@ -104,6 +108,8 @@ def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:
         return ExitCode.SITES_STILL_DOWN, str(error)
     if isinstance(error, NightDidNothing):
         return ExitCode.NOTHING_DONE, str(error)
+    if isinstance(error, NightBusy):
+        return ExitCode.NIGHT_BUSY, str(error)
     if isinstance(error, ValidationError):  # settings: name the variable and where it was set, never the value
         return ExitCode.CONFIGURATION, settings_problem(error)
     if type(error).__name__ == "ReportDeliveryError":  # reporting is imported only when a report is made

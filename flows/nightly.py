@@ -17,10 +17,11 @@ from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.incidents import SitesStillDown, still_down_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
+from flows.sync import dashboard_memory
 from flows.update import maintain_fleet
 from reporting.settings import MailSettings
 from tasks.alert import alert_operator
-from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
+from tasks.limits import night_lock
 from tasks.preflight import check_settings
 
 
@@ -55,17 +56,18 @@ async def nightly_maintenance(
                            run_checks=not dry_run, at=at)
     # every setting, the mail's included, before the first write: a night must not apply updates it cannot report
     # (a report sent over SMTP needs FLEET_MAIL_FROM)
-    mail = check_settings(request, dashboard_from_environment=dashboard is None,
-                          mail=(lambda: MailSettings.for_block(email_block)) if send_report else None).mail
+    checked = check_settings(request, dashboard_from_environment=dashboard is None,
+                             mail=(lambda: MailSettings.for_block(email_block)) if send_report else None)
     # one run at a time per dashboard: its security runs wait for the night (under `maintain-dashboards`, whose
     # nights get a saved block, the fan-out holds the block's lock for its child)
-    async with night_lock(ENVIRONMENT_DASHBOARD) if dashboard is None else nullcontext():
+    async with night_lock(dashboard_memory(dashboard, checked.settings), "nightly",
+                          checked.settings.night_lock_wait_seconds) if dashboard is None else nullcontext():
         run_dir = await maintain_fleet(request, dashboard)
     # The report step's libraries (pandas, matplotlib: ~75 MB) load only now, not for the whole night.
     from tasks.report import report_run
 
     # a dry run's report goes to the operator only (deliver_reports never mails clients about one)
-    result = await report_run(run_dir, send=send_report, settings=mail)
+    result = await report_run(run_dir, send=send_report, settings=checked.mail)
     if result.broken:  # Failed, so that Prefect's own automations and notifications fire
         raise SitesBrokenByRun(broken_message(result.broken, result.run_id), str(run_dir / "summary.json"))
     if result.still_down:  # never a green night while a site an earlier night broke is down

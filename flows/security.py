@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from fleet.engine.memory import NightMemory
 from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
+from fleet.state.night_lock import NightBusy
 from flows.parameters import SavedDashboard, SavedEmailServer
-from flows.sync import open_dashboard
+from flows.sync import dashboard_memory, open_dashboard
 from flows.update import maintain_fleet
 from reporting.settings import MailSettings
 from tasks.alert import alert_operator
-from tasks.limits import NightBusy, dashboard_name, night_lock
+from tasks.limits import night_lock
 from tasks.preflight import check_settings
 from tasks.vulnerabilities import find_offered_fixes_task
 
@@ -52,13 +54,14 @@ async def patch_vulnerabilities(
     settings, policy = request.settings_and_policy()
     logger = get_run_logger()
     try:
-        async with night_lock(dashboard_name(dashboard), lock_wait_seconds):
+        async with night_lock(dashboard_memory(dashboard, settings), "security", lock_wait_seconds):
             async with await open_dashboard(dashboard, settings) as client:
-                sites = await find_offered_fixes_task(client, settings, policy)
+                memory = NightMemory(settings, client.settings.base_url)
+                sites = await find_offered_fixes_task(client, memory.settings, policy)
             if not sites:
                 return ""
             request.selection = Selection(sites=[str(site_id) for site_id in sites])
-            run_dir = await maintain_fleet(request, dashboard)
+            run_dir = await maintain_fleet(request, dashboard, memory)
     except NightBusy as busy:
         logger.info("security: %s: the running night applies the fixes itself", busy)
         return ""

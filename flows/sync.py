@@ -10,11 +10,13 @@ from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
+from dashboard.settings import DashboardSettings
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ReportClient, Selection
 from fleet.pacing.fan_out import chunked, fan_out
 from fleet.rules.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from fleet.rules.sync_failures import apply_sync_failures
+from fleet.state.dashboard_memory import DashboardMemory
 from flows.parameters import SavedDashboard
 from tasks.detect import load_fleet_task
 from tasks.sync import sync_sites_task
@@ -30,6 +32,13 @@ async def open_dashboard(block: DashboardConnection | None, settings: PipelineSe
     if block is not None:
         return DashboardClient.from_block(block, max_connections=settings.concurrency)
     return DashboardClient.from_env(max_connections=settings.concurrency)
+
+
+def dashboard_memory(block: DashboardConnection | None, settings: PipelineSettings) -> DashboardMemory:
+    """Where the memory of the dashboard a run serves lives, its night lock included: the saved block's address,
+    else FLEET_BASE_URL's."""
+    return DashboardMemory(settings.home_state_path, block.base_url if block is not None else
+                           DashboardSettings().base_url)
 
 
 async def select_fleet(

@@ -23,6 +23,7 @@ from prefect.utilities.annotations import quote
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.engine.containment import ItemKey, held_items
+from fleet.engine.interrupted import account_interrupted, touched_sites
 from fleet.engine.lanes import Lane, split_into_lanes, way_back_lane
 from fleet.engine.memory import NightMemory
 from fleet.engine.night import (
@@ -52,7 +53,7 @@ from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
-from flows.sync import open_dashboard, run_in_chunks, select_fleet
+from flows.sync import dashboard_memory, open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import (
     check_sites_task,
     count_open_incidents_task,
@@ -66,7 +67,7 @@ from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
-from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
+from tasks.limits import night_lock
 from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
@@ -280,7 +281,7 @@ async def reach_fleet(
     checked against them), and the child sites' slots read before any write."""
     sites, clients = await select_fleet(client, request.selection)
     check_client_names(night.policy, [known.name for known in clients], request.policy_path(settings))
-    window_days = WindowDays.of(night.policy, request.dry_run, settings, client.settings.base_url)
+    window_days = WindowDays.of(night.policy, request, settings, client.settings.base_url)
     sites = window_days.place(sites, night.policy, moment)
     night.sizer.slots = await read_child_slots_task(client, quote(sites), settings)
     return sites, clients, window_days
@@ -297,8 +298,7 @@ async def plan_night(
         survey_fleet(client, sites, settings, sync=not request.dry_run, night=night, rollbacks=memory.rollback_sites),
         load_ignores_task(client, quote([site.id for site in sites])),
     )
-    accounted = (await account_interrupted_runs_task(client, quote(interrupted), quote(sites), quote(pending),
-                                                     quote(night.sizer), settings) if interrupted else [])
+    accounted = await account_for_interrupted_runs(client, interrupted, sites, pending, night, settings)
     night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
                                                        request.dry_run)
     plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
@@ -312,6 +312,42 @@ async def plan_night(
     if night.visual is not None:
         night.visual.remember_in(memory.visual_baselines(), plan.items)
     return sites, plan, accounted
+
+
+async def take_over_interrupted_runs(
+    client: DashboardClient, interrupted: list[OpenRun], night: Night, settings: PipelineSettings
+) -> None:
+    """The killed runs this one accounts for: told as crashed, their sites left to go quiet. A wait that fails is
+    said, and the night goes on with its own work (a killed run must never stop the nights after it)."""
+    logger = get_run_logger()
+    for note in night.unsaid_notes():  # the runs closed with their items unknown, given up
+        logger.warning(note)
+    try:
+        await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings, night.run_id)
+    except FATAL_ERRORS:
+        raise
+    except Exception as error:  # noqa: BLE001 - said, and the night does its own work
+        logger.warning("the sites of the interrupted run(s) could not be waited for: %s", error)
+
+
+async def account_for_interrupted_runs(
+    client: DashboardClient, interrupted: list[OpenRun], sites: list[SiteRecord], pending: list[DetectedUpdate],
+    night: Night, settings: PipelineSettings,
+) -> list[Item]:
+    """The items the killed runs applied; when the step fails after its retries, every one of them is `unknown`,
+    saying why, and the night does its own work."""
+    if not interrupted:
+        return []
+    try:
+        return await account_interrupted_runs_task(client, quote(interrupted), quote(sites), quote(pending),
+                                                   quote(night.sizer), settings)
+    except FATAL_ERRORS:
+        raise
+    except Exception as error:  # noqa: BLE001 - every item still gets an outcome
+        why = f"the accounting failed tonight: {type(error).__name__}: {error}"
+        get_run_logger().warning("interrupted run(s) %s: %s; their items are unknown",
+                                 ", ".join(run.run_id for run in interrupted), why)
+        return account_interrupted(interrupted, {}, [], dict.fromkeys(touched_sites(interrupted), why))
 
 
 async def account_for_night(
@@ -329,46 +365,50 @@ async def account_for_night(
     return summary
 
 
-async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection | None = None) -> Path:
-    """The whole sentence; returns the run directory summary.json was written to (the report reads it there)."""
+async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection | None = None,
+                         memory: NightMemory | None = None) -> Path:
+    """The whole sentence; returns the run directory summary.json was written to (the report reads it there).
+    `memory`: the dashboard's, when the caller opened it already (a security run, to decide whether there is work)."""
     started = datetime.now(UTC)
     collect_less()
     moment = request.moment(started)  # `at`: dry runs only
     settings, policy = request.settings_and_policy()  # a bad policy fails here, before any request
-    memory = NightMemory(settings)  # the one place the night's memory across nights is opened
-    night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=memory.notes)
-    run_dir = settings.report_dir / night.run_id
-    night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings,
-                                         capture=worker_capture(policy, run_dir, settings))
-    logger = get_run_logger()
-    for note in night.notes:
-        logger.warning(note)
-    artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
-    async with await open_dashboard(dashboard, settings) as client, night.visual or nullcontext():
-        sites, clients, window_days = await reach_fleet(client, request, night, settings, moment)
-        interrupted = night.open(memory.journal, run_dir, request.dry_run)
-        if interrupted:
-            await wait_for_interrupted_runs_task(client, quote(interrupted), quote(night.sizer), settings)
-        night.expect(sites, settings, started, request.dry_run)
-        memory.of_dashboard(client.settings.base_url)
-        await artifact.open()
-        try:
-            async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
-                sites, plan, accounted = await plan_night(client, sites, request, night, memory, interrupted,
-                                                          settings, started, moment)
-                logger.info("%s", night.planned(plan, request))
-                await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night), settings,
-                                  request, night)
-            approval = await approval_gate(client, plan, policy, settings, request, night)
-            window_days.record(night.run_id)
-            summary = await account_for_night(client, plan, request, night, settings, accounted=accounted,
-                                              sites=sites, clients=clients, approval=approval,
-                                              interrupted=interrupted)
-        except BaseException:
-            memory.journal.leave(night.run_id)  # the next run accounts for what this one applied
-            raise
-        finally:
-            await artifact.close()
+    async with await open_dashboard(dashboard, settings) as client:
+        # the one place the memory across runs is opened
+        memory = memory or NightMemory(settings, client.settings.base_url)
+        settings = memory.settings
+        night = Night(run_identity(started), settings.call_sizer(), policy=policy, notes=memory.notes)
+        run_dir = settings.report_dir / night.run_id
+        night.visual = VisualWatch.for_night(policy.visual if request.run_checks else None, run_dir, settings,
+                                             capture=worker_capture(policy, run_dir, settings))
+        logger = get_run_logger()
+        for note in night.unsaid_notes():
+            logger.warning(note)
+        artifact = NightArtifact(night.progress, every=min(settings.progress_seconds, 10.0))
+        async with night.visual or nullcontext():
+            sites, clients, window_days = await reach_fleet(client, request, night, settings, moment)
+            interrupted = night.open(memory.journal, run_dir, request.dry_run, flow_run.get_id(), memory.dashboard)
+            if interrupted:
+                await take_over_interrupted_runs(client, interrupted, night, settings)
+            night.expect(sites, settings, started, request.dry_run)
+            await artifact.open()
+            try:
+                async with heartbeat(logger, night.progress.describe, settings.progress_seconds):
+                    sites, plan, accounted = await plan_night(client, sites, request, night, memory, interrupted,
+                                                              settings, started, moment)
+                    logger.info("%s", night.planned(plan, request))
+                    await run_cohorts(client, await take_the_way_back(client, plan, settings, request, night),
+                                      settings, request, night)
+                approval = await approval_gate(client, plan, policy, settings, request, night)
+                window_days.record(night.run_id)
+                summary = await account_for_night(client, plan, request, night, settings, accounted=accounted,
+                                                  sites=sites, clients=clients, approval=approval,
+                                                  interrupted=interrupted)
+            except BaseException:
+                memory.journal.leave(night.run_id)  # the next run accounts for what this one applied
+                raise
+            finally:
+                await artifact.close()
     if not request.dry_run:
         remember_rollback_reads(summary, plan, memory.rollback_sites, memory.rollback_reads)
     await write_summary_task(quote(summary), run_dir)
@@ -397,5 +437,7 @@ async def update_fleet(
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=False, at=at)
-    async with night_lock(ENVIRONMENT_DASHBOARD) if dashboard is None else nullcontext():  # as the nightly
+    settings, _ = request.settings_and_policy()
+    async with night_lock(dashboard_memory(dashboard, settings), "update", settings.night_lock_wait_seconds) if (
+            dashboard is None) else nullcontext():  # as the nightly
         return str(await maintain_fleet(request, dashboard) / "summary.json")

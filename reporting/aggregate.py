@@ -248,7 +248,7 @@ def deferral_in_plain_words(cause: str) -> str:
     if cause.startswith("outside its maintenance window"):
         return "Outside the agreed maintenance times"
     if cause.startswith("already maintained"):
-        return "Already maintained today"
+        return "Already maintained in this maintenance window"
     return "The agreed maintenance time ended before it was reached"
 
 

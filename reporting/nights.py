@@ -38,6 +38,7 @@ class NightRecord(BaseModel):
     started_at: datetime
     finished_at: datetime
     dry_run: bool = False
+    security_run: bool = False
     dashboard: str | None = None
     broken: list[SiteAlarm] = Field(default_factory=list)
     already_down: list[SiteAlarm] = Field(default_factory=list)

@@ -17,9 +17,11 @@ from prefect.runtime import flow_run
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError, TransportError
-from fleet.engine.estate import DashboardNight, NightStatus, night_lock_name, read_night, write_limit_name
+from fleet.engine.estate import DashboardNight, NightStatus, read_night, write_limit_name
 from fleet.model.settings import STATE_FILE
-from tasks.limits import NightBusy, ensure_concurrency_limit, night_lock
+from fleet.state.dashboard_memory import DashboardMemory
+from fleet.state.night_lock import NightBusy
+from tasks.limits import ensure_concurrency_limit, night_lock
 
 # The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.
 REACH_OVERRIDES: dict[str, Any] = {"max_attempts": 2, "connect_timeout": 5.0, "read_timeout": 30.0, "retry_cap": 2.0}
@@ -48,9 +50,8 @@ async def saved_dashboards_task() -> list[str]:
 
 @task(name="dashboard-limits", task_run_name="limits-{block}")
 async def ensure_dashboard_limits_task(block: str, slots: int) -> None:
-    """The dashboard's own write budget (`slots` calls in flight) and its one-night-at-a-time lock."""
+    """The dashboard's own write budget: `slots` calls in flight."""
     await ensure_concurrency_limit(write_limit_name(block), slots)
-    await ensure_concurrency_limit(night_lock_name(block), 1)
 
 
 @task(name="reach-dashboard", task_run_name="reach-{block}")
@@ -132,12 +133,12 @@ async def dashboard_night_task(
     """One night of this dashboard (`start_dashboard_run`), waited for while holding the dashboard's night lock."""
     logger = get_run_logger()
     try:
-        async with night_lock(block, lock_wait_seconds):
+        # the child keeps its memory under report_dir (FLEET_STATE_DB): its lock is there too
+        async with night_lock(DashboardMemory(report_dir / STATE_FILE, base_url or block), "maintain-dashboards",
+                              lock_wait_seconds):
             child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
-    except NightBusy:
-        return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url,
-                              message=f"another night of this dashboard held {night_lock_name(block)!r} "
-                                      f"for {lock_wait_seconds:g} s")
+    except NightBusy as busy:
+        return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url, message=str(busy))
     except ObjectNotFound:
         return no_deployment(block, deployment, base_url)
     night = dashboard_run(block, child, report_dir, base_url)

@@ -1,4 +1,5 @@
-"""Prefect global concurrency limits the pipeline's write calls and nights occupy."""
+"""What a run holds while it writes to a dashboard: the dashboard's night lock, and the Prefect global concurrency
+limits its write calls occupy."""
 
 from __future__ import annotations
 
@@ -6,21 +7,21 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from uuid import uuid4
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError, concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.logging import get_logger
+from prefect.runtime import flow_run
+from prefect.states import Crashed
 
-from dashboard.block import DashboardConnection
-from fleet.engine.estate import night_lock_name
+from fleet.state.dashboard_memory import DashboardMemory
+from fleet.state.night_lock import RENEW, Holder, NightBusy, NightLock, Taken
+from fleet.state.processes import RunProcess
 
-ENVIRONMENT_DASHBOARD = "environment"  # the night lock's name for the dashboard of the FLEET_* environment
-
-
-class NightBusy(Exception):
-    """Another run of the dashboard held its night lock for longer than the wait."""
+LOCK_POLL_SECONDS = 2.0  # how often a waiting run asks again (a holder found dead frees the lock at once)
 
 
 async def ensure_concurrency_limit(name: str, slots: int) -> None:
@@ -34,43 +35,60 @@ async def ensure_concurrency_limit(name: str, slots: int) -> None:
 
 
 @asynccontextmanager
-async def night_lock(dashboard: str, wait: float | None = None) -> AsyncIterator[None]:
-    """Hold the dashboard's one-night-at-a-time lock (`fleet-night-<block>`, or `fleet-night-environment`), shared
-    by its nights, its fan-out and its security runs; `NightBusy` once another run held it `wait` seconds (None: as
-    long as it takes).
+async def night_lock(memory: DashboardMemory, what: str, wait: float | None = None) -> AsyncIterator[Holder]:
+    """Hold the dashboard's one-run-at-a-time lock (`fleet.state.night_lock`), shared by its nights, its fan-out
+    and its security runs; `NightBusy` once another live run held it `wait` seconds (None: as long as it takes).
 
-    Only the time the server refused the lock (423: another run holds it) counts: a busy Prefect server slow to
-    answer is waited for, not taken for another night (Prefect's own `timeout_seconds` counts both, and under
-    load two of three nights were reported busy after 60 s spent on a starved server's answers and retries)."""
-    name = night_lock_name(dashboard)
-    await ensure_concurrency_limit(name, 1)
-    refused_for = 0.0
+    A waiting run says once who holds it. A holder found dead (its process gone, or its lease lapsed on another
+    machine) gives the lock up at once, and its Prefect flow run, still Running, is marked Crashed."""
+    lock = NightLock(memory.lock_path)
+    run_id = flow_run.get_id()
+    me = Holder(run=run_id or uuid4().hex, what=flow_run.get_flow_name() or what, process=RunProcess.this(),
+                since=datetime.now(UTC), flow_run_id=run_id)
+    logger = get_logger("fleet.night_lock")
+    waited, said = 0.0, False
+    while not isinstance(outcome := await asyncio.to_thread(lock.take, me), Taken):
+        if wait is not None and waited >= wait:
+            raise NightBusy(f"the night lock of {memory.base_url} was held by {outcome.holder.said()} for "
+                            f"{waited:g} s (the wait's bound): this {what} run did not start")
+        if not said:
+            logger.warning("waiting for the night lock of %s: held by %s", memory.base_url, outcome.holder.said())
+            said = True
+        pause = LOCK_POLL_SECONDS if wait is None else max(min(LOCK_POLL_SECONDS, wait - waited), 0.05)
+        await asyncio.sleep(pause)
+        waited += pause
+    if outcome.replaced is not None:
+        dead = outcome.replaced
+        logger.warning("the night lock of %s was held by %s, whose process is gone: taken over", memory.base_url,
+                       dead.said())
+        if dead.flow_run_id:
+            await mark_crashed(dead.flow_run_id, f"its process {dead.process.pid} on {dead.process.host} was gone "
+                               f"when the {what} run {me.run} found it holding the night lock")
+    renewing = asyncio.create_task(_renew(lock, me))
+    try:
+        yield me
+    finally:
+        renewing.cancel()
+        await asyncio.to_thread(lock.release, me)
+
+
+async def _renew(lock: NightLock, me: Holder) -> None:
+    """The lease that tells runs on other machines this one is alive."""
     while True:
-        acquired = False
-        try:
-            # a lease a starved server let lapse must not cancel a night halfway through its updates
-            async with concurrency(name, occupy=1, max_retries=0, strict=True, raise_on_lease_renewal_failure=False):
-                acquired = True
-                yield
+        await asyncio.sleep(RENEW.total_seconds())
+        if not await asyncio.to_thread(lock.renew, me):
+            get_logger("fleet.night_lock").warning("the night lock was taken from this run (taken for dead)")
             return
-        except ConcurrencySlotAcquisitionError as error:
-            answer = getattr(error.__cause__, "response", None)  # httpx's HTTPStatusError: the server's answer
-            if acquired or getattr(answer, "status_code", None) != 423:
-                raise
-            if wait is not None and refused_for >= wait:
-                raise NightBusy(f"another run of this dashboard held {name!r} for {refused_for:g} s") from None
-            if not refused_for:  # said once: a killed run's lock is held until its lease lapses (300 s)
-                get_logger("fleet.night_lock").warning(
-                    "waiting for %r: another run of this dashboard holds it (a run killed mid-night holds it until "
-                    "its lease lapses, within 5 minutes)", name)
-            pause = float(answer.headers.get("Retry-After", 1.0))
-            pause = pause if wait is None else max(min(pause, wait - refused_for), 0.05)
-            await asyncio.sleep(pause)
-            refused_for += pause
 
 
-def dashboard_name(dashboard: DashboardConnection | None) -> str:
-    """The name a dashboard's night lock goes by: its saved block's (as `maintain-dashboards` holds it), or the
-    FLEET_* environment's."""
-    name = getattr(dashboard, "_block_document_name", None) if dashboard is not None else None
-    return name or ENVIRONMENT_DASHBOARD
+async def mark_crashed(flow_run_id: str, why: str) -> None:
+    """A killed run's Prefect flow run, left Running (or Pending) by its process, told as Crashed: so that the
+    Prefect UI and `fleet runs` tell the truth about it. A run another Prefect server knows is left alone."""
+    async with get_client() as client:
+        try:
+            run = await client.read_flow_run(flow_run_id)
+        except ObjectNotFound:
+            return
+        if run.state is None or run.state.is_final():
+            return
+        await client.set_flow_run_state(flow_run_id, Crashed(message=f"Killed: {why}"), force=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -69,3 +70,10 @@ class FeedSettings(FleetSettings):
     def source(self) -> str:
         """The feed as reports may name it (no key: it never travels in the URL)."""
         return self.vuln_feed
+
+    @property
+    def fingerprint(self) -> str:
+        """The source and a digest of the key: a copy read with other settings is read again at once (the key
+        itself is never written down)."""
+        key = self.vuln_feed_key.get_secret_value() if self.vuln_feed_key else ""
+        return f"{self.vuln_feed} key:{hashlib.sha256(key.encode()).hexdigest()[:16] if key else 'none'}"

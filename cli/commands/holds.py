@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli.commands.memory import Dashboard, memory_path
+
 if TYPE_CHECKING:
     from fleet.state.holds import HoldStore
 
@@ -16,34 +18,25 @@ app = typer.Typer(help="The versions the nights hold fleet-wide after they broke
                   no_args_is_help=True)
 
 WIDTH = 80  # a terminal's columns: an item is never cut, a reason is
-StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state database (default: FLEET_STATE_DB, "
-                                                                  "or fleet-state.sqlite in FLEET_HOME).")]
+StateDb = Annotated[Path | None, typer.Option("--state-db", help="A dashboard's memory file itself (default: the "
+                                                                  "memory of --dashboard in FLEET_HOME).")]
 
 
-def _store(state_db: Path | None) -> HoldStore:
-    """The hold store of the given file, or of the home (an old state database found beside the reports is moved
-    there first, and said)."""
-    from fleet.model.settings import PipelineSettings
-    from fleet.state.continuity import adopt_legacy_state
+def _store(state_db: Path | None, dashboard: str | None) -> HoldStore:
+    """The hold store of the given file, or of the dashboard's memory in the home."""
     from fleet.state.holds import HoldStore
 
-    if state_db is not None:
-        return HoldStore(state_db)
-    settings = PipelineSettings()
-    moved = adopt_legacy_state(settings)
-    if moved:
-        typer.secho(moved, fg=typer.colors.YELLOW, err=True)
-    return HoldStore(settings.state_path)
+    return HoldStore(memory_path(state_db, dashboard))
 
 
 @app.command("list")
-def list_holds(state_db: StateDb = None) -> None:
+def list_holds(state_db: StateDb = None, dashboard: Dashboard = None) -> None:
     """Every active hold, a few lines each (readable at 80 columns): the item and version whole, as `fleet holds
     release` takes them, its name, why it holds (culprit, suspect, failures) and since when, the site it broke or
     failed on, what was seen (cut after two lines), and when it would end."""
-    store = _store(state_db)
+    store = _store(state_db, dashboard)
     if not store.path.is_file():  # never create an empty memory just by looking
-        typer.echo(f"no version is held by the nights: no state database at {store.path} yet (FLEET_HOME or "
+        typer.echo(f"no version is held by the nights: no memory at {store.path} yet (FLEET_HOME or "
                    "FLEET_STATE_DB)")
         _operator_holds()
         return
@@ -95,10 +88,11 @@ def release(
     item: Annotated[str, typer.Argument(help="`slug`, `type:slug` or `type:slug@version`, as `fleet holds list` "
                                              "shows it.", show_default=False)],
     state_db: StateDb = None,
+    dashboard: Dashboard = None,
 ) -> None:
     """Release the held versions ITEM names: the next night applies them again."""
     try:
-        released = _store(state_db).release(item, f"released by an operator on {datetime.now(UTC):%Y-%m-%d}")
+        released = _store(state_db, dashboard).release(item, f"released by an operator on {datetime.now(UTC):%Y-%m-%d}")
     except ValueError as error:
         typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli.commands.memory import Dashboard, memory_path
+
 if TYPE_CHECKING:
     from fleet.model.summary import Incident
     from fleet.state.incidents import IncidentStore
@@ -17,16 +19,15 @@ if TYPE_CHECKING:
 app = typer.Typer(help="The sites the nights broke: open incidents until a check passes and nothing a night "
                        "switched off is still off.", no_args_is_help=True)
 
-StateDb = Annotated[Path | None, typer.Option("--state-db", help="The state database (default: FLEET_STATE_DB, "
-                                                                  "or fleet-state.sqlite in FLEET_REPORT_DIR).")]
+StateDb = Annotated[Path | None, typer.Option("--state-db", help="A dashboard's memory file itself (default: the "
+                                                                  "memory of --dashboard in FLEET_HOME).")]
 WIDTH = 80
 
 
-def _store(state_db: Path | None) -> IncidentStore:
-    from fleet.model.settings import PipelineSettings
+def _store(state_db: Path | None, dashboard: str | None) -> IncidentStore:
     from fleet.state.incidents import IncidentStore
 
-    return IncidentStore(state_db or PipelineSettings().state_path)
+    return IncidentStore(memory_path(state_db, dashboard))
 
 
 def _wrapped(label: str, text: str, lines: int = 3) -> list[str]:
@@ -44,10 +45,11 @@ def _state(incident: Incident, today: date) -> str:
 @app.command("list")
 def list_incidents(
     state_db: StateDb = None,
+    dashboard: Dashboard = None,
     all_: Annotated[bool, typer.Option("--all", help="Closed incidents too.")] = False,
 ) -> None:
     """The open incidents (with --all, the closed ones too), oldest first, each in a few lines."""
-    incidents = _store(state_db).listed(include_closed=all_)
+    incidents = _store(state_db, dashboard).listed(include_closed=all_)
     if not incidents:
         typer.echo("no incident" if all_ else "no open incident")
         return
@@ -65,9 +67,10 @@ def list_incidents(
 def show(
     incident_id: Annotated[int, typer.Argument(metavar="ID", help="The incident's number (fleet incidents list).")],
     state_db: StateDb = None,
+    dashboard: Dashboard = None,
 ) -> None:
     """Everything about one incident: the site, what broke it, what the nights did, what to do, its last look."""
-    incident = _store(state_db).get(incident_id)
+    incident = _store(state_db, dashboard).get(incident_id)
     if incident is None:
         typer.secho(f"no incident {incident_id} (see fleet incidents list --all)", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
@@ -100,12 +103,13 @@ def close(
     incident_id: Annotated[int, typer.Argument(metavar="ID", help="The incident's number (fleet incidents list).")],
     reason: Annotated[str, typer.Option("--reason", help="Why it is closed (kept with the incident).")],
     state_db: StateDb = None,
+    dashboard: Dashboard = None,
 ) -> None:
     """Close an open incident by hand, saying why: the nights stop reporting it (and alerting about it)."""
     if not reason.strip():
         typer.secho("--reason must say why the incident is closed", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
-    closed = _store(state_db).close(incident_id, "operator", reason.strip(), datetime.now(UTC))
+    closed = _store(state_db, dashboard).close(incident_id, "operator", reason.strip(), datetime.now(UTC))
     if closed is None:
         typer.secho(f"no open incident {incident_id} (see fleet incidents list)", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)

@@ -38,18 +38,22 @@ def list_runs(
     if not nights:
         typer.echo(f"no run yet under {where} (FLEET_REPORT_DIR, or reports in FLEET_HOME)")
         return
-    # plain columns that fit 80 characters; the run id says when (UTC), and `fleet runs show` takes it
-    line = "{:<24} {:<13} {:>7} {:>6} {:>7} {:>5} {:>4} {:>5}"
-    typer.echo(line.format("run (started, UTC)", "status", "updated", "failed", "not upd", "broke", "down", "sent"))
+    # plain columns that fit 80 characters; the run id says when (UTC), and `fleet runs show` takes it; S marks a
+    # security run between nights
+    line = "{:<24} {:1} {:<13} {:>7} {:>6} {:>7} {:>5} {:>4} {:>5}"
+    typer.echo(line.format("run (started, UTC)", "", "status", "updated", "failed", "not upd", "broke", "down",
+                           "sent"))
     for night in nights:
+        kind = "S" if night.security_run else ""
         if night.dry_run:  # nothing was tried: its words, not columns of zeros
             counts = LIST_SEPARATOR.join([night.voice.done.said(night.done),
                                           night.voice.not_done.said(night.not_updated)])
-            typer.echo(f"{night.run_id:<24} {night.status:<13} {counts}")
+            typer.echo(f"{night.run_id:<24} {kind:1} {night.status:<13} {counts}")
             continue
-        typer.echo(line.format(night.run_id, night.status, night.done, night.attention, night.not_updated,
+        typer.echo(line.format(night.run_id, kind, night.status, night.done, night.attention, night.not_updated,
                                len(night.broken), night.down, night.delivered))
-    typer.echo("not upd: found and not updated, failed included; down: sites down at its end")
+    typer.echo("S: a security run between nights (fixes only); down: sites down at its end")
+    typer.echo("not upd: found and not updated, failed included")
     typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
 
 
@@ -71,7 +75,7 @@ def show(
         typer.secho(why, fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
     night = read_night(found[0])
-    kind = "dry run" if night.dry_run else "run"
+    kind = ("dry " if night.dry_run else "") + ("security run" if night.security_run else "run")
     typer.echo(f"{kind} {night.run_id}: {night.status}")
     typer.echo(f"  started {night.started_at:%Y-%m-%d %H:%M:%S} UTC, took "
                f"{(night.finished_at - night.started_at).total_seconds() / 60:.1f} min"

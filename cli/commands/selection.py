@@ -56,7 +56,7 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
     dashboard does not answer now, saying so."""
     from dashboard.client import DashboardClient
     from dashboard.errors import TransportError
-    from fleet.state.continuity import check_state_home
+    from fleet.state.continuity import adopt_legacy_state
     from reporting.settings import MailSettings
     from tasks.preflight import check_dashboard, check_settings
 
@@ -64,8 +64,9 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
         checked = check_settings(request, dashboard_from_environment=True,
                                  mail=MailSettings if sends_report else None)
         settings = checked.settings
-        for note in check_state_home(settings):
-            typer.secho(note, fg=typer.colors.YELLOW, err=True)
+        moved = adopt_legacy_state(settings)  # what the dashboard's memory holds, the night itself says
+        if moved:
+            typer.secho(moved, fg=typer.colors.YELLOW, err=True)
         try:
             async with DashboardClient.from_env(max_connections=settings.concurrency) as client:
                 await check_dashboard(client, request.selection, checked)

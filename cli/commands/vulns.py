@@ -121,7 +121,7 @@ def refresh() -> None:
         typer.secho("FLEET_VULN_FEED_KEY is not set: the feed's URL needs a (free) Wordfence Intelligence key",
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
-    store = VulnerabilityStore(PipelineSettings().state_path)
+    store = VulnerabilityStore(PipelineSettings().home_state_path)  # the feed's copy is the home's own
     try:
         status = refresh_feed(settings, store, force=True)
     finally:

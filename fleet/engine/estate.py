@@ -34,11 +34,6 @@ def write_limit_name(block: str) -> str:
     return f"fleet-dashboard-{block}"
 
 
-def night_lock_name(block: str) -> str:
-    """The one-slot limit a dashboard's night holds, so one dashboard never gets two nights at once."""
-    return f"fleet-night-{block}"
-
-
 class Tally(BaseModel):
     """One dashboard's night in numbers; `None` means the summary does not record that figure."""
 

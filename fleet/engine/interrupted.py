@@ -19,14 +19,18 @@ def touched_sites(runs: list[OpenRun], answered: bool | None = None) -> list[int
                    for site_id in intent.site_ids})
 
 
-def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[DetectedUpdate]) -> list[Item]:
+def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh: list[DetectedUpdate],
+                        unreadable: dict[int, str] | None = None) -> list[Item]:
     """The items the interrupted runs applied, each with the run that applied it.
 
-    `sites` are the runs' sites as tonight found them and `fresh` their pending list read tonight; an item on
-    a site not in `sites` is left out (nothing is known of it). On a site synced tonight an item no longer
-    pending is `updated`; on one tonight's sync could not reach (offline, disconnected, ...) the list is the
-    dashboard's last one, so the item is `unknown`, with the run that sent it and why it is not verified.
+    `sites` are the runs' sites as tonight found them and `fresh` their pending list read tonight. On a site synced
+    tonight an item no longer pending is `updated`; on one tonight's sync could not reach (offline, disconnected,
+    ...) the list is the dashboard's last one, so the item is `unknown`, with the run that sent it and why it is not
+    verified. An item on a site that could not be read at all (`unreadable`: removed from the dashboard, or its read
+    failed), or of a run given up after `ACCOUNTING_TRIES`, is `unknown` with why; an item on any other site not in
+    `sites` is left out (nothing is known of it: tonight's selection left it, and a later night reads it).
     """
+    unreadable = unreadable or {}
     now = {update.key: update for update in fresh}
     accounted: dict[tuple[int, UpdateType, str], Item] = {}
     for run in runs:
@@ -35,10 +39,16 @@ def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh
                 continue
             for site_id, slug, version, offered in intent.items:
                 key = (site_id, intent.type, slug)
+                if key in accounted:
+                    continue
+                why = given_up(run) if run.given_up else unreadable.get(site_id)
+                if why is not None:
+                    accounted[key] = unverified_item(run, site_id, intent.type, slug, version, offered,
+                                                     sites.get(site_id), why)
+                    continue
                 site = sites.get(site_id)
                 pending = now.get(key)
-                if site is None or key in accounted or (pending is not None and (pending.from_version or "") ==
-                                                        version):
+                if site is None or (pending is not None and (pending.from_version or "") == version):
                     continue
                 to_version = pending.from_version if pending is not None else offered or None
                 verified = site.status is SiteStatus.online
@@ -52,3 +62,17 @@ def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh
                     applied_by_run=run.run_id,
                 )
     return list(accounted.values())
+
+
+def given_up(run: OpenRun) -> str:
+    return (f"{run.tries} runs took the interrupted run over and did not finish: it is closed without reading the "
+            "dashboard")
+
+
+def unverified_item(run: OpenRun, site_id: int, type_: UpdateType, slug: str, version: str, offered: str,
+                    site: SiteRecord | None, why: str) -> Item:
+    """An item the killed run sent that cannot be verified: `unknown`, saying which run sent it and why."""
+    return Item(site_id=site_id, site_url=site.url if site else f"site {site_id}",
+                site_name=site.name if site else f"site {site_id}", client=site.client if site else None, type=type_,
+                slug=slug, name=slug, from_version=version or None, to_version=offered or None, outcome=Outcome.unknown,
+                reason=f"sent by the interrupted run {run.run_id}; not verified: {why}", applied_by_run=run.run_id)

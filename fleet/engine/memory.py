@@ -1,36 +1,37 @@
-"""The memory a night reads and writes across nights, opened in one place: the state home's continuity (said
-before anything), the job journal, MainWP's rollback reads and the visual baselines of the dashboard, and the state
-database the vulnerability feed's copy and the exposure live in."""
+"""The memory a run reads and writes across runs, opened in one place from the dashboard's address: the home's
+continuity and the dashboard's own memory (said before anything is read), the job journal, MainWP's rollback reads
+and the visual baselines. The settings it hands on point every store at this dashboard's database, and the
+vulnerability feed's copy at the home's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fleet.model.settings import PipelineSettings
-from fleet.state.continuity import check_state_home
+from fleet.state.continuity import adopt_legacy_state, forgotten_holds
+from fleet.state.dashboard_memory import DashboardMemory
 from fleet.state.job_journal import JobJournal
 from fleet.state.rollback_reads import RollbackReads
 from fleet.state.visual_baselines import VisualBaselines
 
 
 class NightMemory:
-    """Opened once per night, before the dashboard is reached; told the dashboard once it is."""
+    """Opened once per run, once the dashboard's address is known and before any request is sent."""
 
-    def __init__(self, settings: PipelineSettings) -> None:
-        self.state_path: Path = settings.state_path  # the feed's copy and the exposure: `review_vulnerabilities`
-        self.notes = check_state_home(settings)  # a home moved or forgotten: said before anything is read
-        self.journal = JobJournal(settings.state_path)
-        self.dashboard = ""
-        self.rollback_reads: RollbackReads | None = None
-        self.rollback_sites: frozenset[int] | None = None
-
-    def of_dashboard(self, dashboard: str) -> None:
-        """The dashboard's own memory: the sites MainWP is asked tonight which versions WordPress rolled back
-        (None: every site, no night of this dashboard recorded yet)."""
+    def __init__(self, settings: PipelineSettings, dashboard: str) -> None:
+        place = DashboardMemory(settings.home_state_path, dashboard)
         self.dashboard = dashboard
-        self.rollback_reads = RollbackReads(self.state_path, dashboard)
-        self.rollback_sites = self.rollback_reads.sites()
+        self.folder: Path = place.folder
+        # a home moved, a dashboard new here or taken from a home written before the split: said before anything
+        self.notes = [note for note in (adopt_legacy_state(settings), *place.open()) if note]
+        self.settings = settings.with_memory(place.path)  # every store of the run: this dashboard's database
+        self.notes += [note for note in (forgotten_holds(self.settings, dashboard),) if note]
+        self.journal = JobJournal(place.path)
+        self.rollback_reads = RollbackReads(place.path, dashboard)
+        # the sites MainWP is asked tonight which versions WordPress rolled back (None: every site, no night of
+        # this dashboard recorded yet)
+        self.rollback_sites: frozenset[int] | None = self.rollback_reads.sites()
 
     def visual_baselines(self) -> VisualBaselines:
         """A healthy night's last shots and learned noise masks of the dashboard's pages."""
-        return VisualBaselines(self.state_path.parent, self.dashboard)
+        return VisualBaselines(self.folder, self.dashboard)

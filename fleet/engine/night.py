@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from dashboard.home import SettingsError
 from fleet.engine.containment import TonightsBreaks
+from fleet.engine.interrupted import account_interrupted, given_up
 from fleet.engine.lanes import Lane, without_sites
 from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
 from fleet.engine.visual_watch import VisualWatch
@@ -179,16 +180,18 @@ def jobs_done(outcomes: list[JobOutcome]) -> list[str]:
 
 @dataclass
 class WindowDays:
-    """The once-a-day rule: with maintenance windows, a run that writes maintains a site at most once per
-    window day (hourly runs would otherwise touch it every hour its window is open)."""
+    """The once-per-window rule: a run that writes maintains a site with a maintenance window at most once per
+    window (hourly runs would otherwise touch it every hour its window is open)."""
 
     log: MaintenanceLog | None  # None: the rule is off (no windows, or a dry run)
     dashboard: str
     days: dict[int, date] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, policy: Policy, dry_run: bool, settings: PipelineSettings, dashboard: str) -> WindowDays:
-        on = bool(policy.windows) and not dry_run
+    def of(cls, policy: Policy, request: NightRequest, settings: PipelineSettings, dashboard: str) -> WindowDays:
+        """Off for a dry run, and for a security run: a fix between nights never spends a site's window, nor waits
+        for the next one because a night used this one."""
+        on = bool(policy.windows) and not request.dry_run and not request.fixes_only
         return cls(MaintenanceLog(settings.state_path) if on else None, dashboard)
 
     def place(self, sites: list[SiteRecord], policy: Policy, moment: datetime) -> list[SiteRecord]:
@@ -219,13 +222,29 @@ class Night:
     notes: list[str] = field(default_factory=list)  # about its memory (moved, or found empty): in the report too
     synced: int = 0  # sites its own sync reached (of `progress.synced.total`)
     security: NightSecurity | None = None  # the pending items classed against the vulnerability feed
+    said: int = 0  # the notes the run's log has said
 
-    def open(self, journal: JobJournal, run_dir: Path, dry_run: bool) -> list[OpenRun]:
-        """Start the run in the journal (a run that writes); returns the killed runs this one accounts for."""
+    def unsaid_notes(self) -> list[str]:
+        """The notes not yet said in the run's log (each is said once, and all go in the summary)."""
+        notes, self.said = self.notes[self.said:], len(self.notes)
+        return notes
+
+    def open(self, journal: JobJournal, run_dir: Path, dry_run: bool, flow_run_id: str | None,
+             dashboard: str) -> list[OpenRun]:
+        """Start the run in the journal (a run that writes); returns the killed runs this one accounts for. Those
+        that runs before this one took over and never finished are closed at once, their items unknown: whatever
+        killed those runs must not pass them on for ever."""
         if dry_run:
             return []
         interrupted = journal.open_runs(self.run_id)
-        journal.start_run(self.run_id, run_dir)
+        journal.start_run(self.run_id, run_dir, flow_run_id)
+        journal.taken_over(interrupted)
+        for run in (run for run in interrupted if run.given_up):
+            items = account_interrupted([run], {}, [])
+            interrupted_summary(run, items, self.run_id, dashboard, datetime.now(UTC)).write(run.run_dir)
+            journal.accounted(run.run_id, self.run_id)
+            self.notes.append(f"the interrupted run {run.run_id} is closed with its {count(len(items), 'item')} "
+                              f"unknown: {given_up(run)}")
         return interrupted
 
     def expect(self, sites: list[SiteRecord], settings: PipelineSettings, now: datetime, dry_run: bool) -> None:
@@ -289,6 +308,7 @@ class Night:
         )
         usable = sum(1 for site in sites if site.status is SiteStatus.online)
         summary.accounts_for = [run.run_id for run in interrupted]
+        summary.security_run = request.fixes_only
         summary.did_nothing = nothing_done(summary, plan, self.progress.synced.total, self.synced)
         summary.errors = self.notes + summary.errors + ([f"the night did nothing: {summary.did_nothing}"]
                                                         if summary.did_nothing else [])
@@ -305,7 +325,8 @@ class Night:
         """The killed runs get the summary they never wrote; this run leaves the journal finished."""
         if not dry_run:
             for run in interrupted:
-                interrupted_summary(run, summary).write(run.run_dir)
+                interrupted_summary(run, summary.items, summary.run_id, summary.dashboard or "",
+                                    summary.started_at).write(run.run_dir)
                 journal.accounted(run.run_id, self.run_id)
             journal.finish_run(self.run_id)
         journal.leave(self.run_id)

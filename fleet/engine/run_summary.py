@@ -150,12 +150,12 @@ def dashboard_work(
                          naive_seconds=seconds(naive_syncs, naive_checks))
 
 
-def interrupted_summary(run: OpenRun, by: Summary) -> Summary:
-    """The summary.json a killed run never wrote: marked interrupted, with the items it applied, pointing to
-    the run that accounted for them."""
-    items = [item for item in by.items if item.applied_by_run == run.run_id]
+def interrupted_summary(run: OpenRun, items: list[Item], by: str, dashboard: str, finished_at: datetime) -> Summary:
+    """The summary.json a killed run never wrote: marked interrupted, with the items it applied (those of the
+    accounting run's that name it), pointing to the run `by` that accounted for them."""
+    items = [item for item in items if item.applied_by_run == run.run_id]
     return Summary(
-        run_id=run.run_id, started_at=run.started_at, finished_at=by.started_at, dashboard=by.dashboard,
-        counts=Summary.count(items), items=items, interrupted=True, accounted_by=by.run_id,
-        errors=[f"this run was interrupted; run {by.run_id} accounted for the {len(items)} item(s) it applied"],
+        run_id=run.run_id, started_at=run.started_at, finished_at=finished_at, dashboard=dashboard,
+        counts=Summary.count(items), items=items, interrupted=True, accounted_by=by,
+        errors=[f"this run was interrupted; run {by} accounted for the {len(items)} item(s) it applied"],
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from dashboard.home import FleetSettings, fleet_home
 from fleet.pacing.call_sizing import CallSizer
@@ -22,8 +22,9 @@ class PipelineSettings(FleetSettings):
     report_dir: Path = Field(default_factory=lambda: fleet_home() / "reports",
                              description="Directory of one sub-directory per run (default: FLEET_HOME/reports).")
     state_db: Path | None = Field(
-        None, description="SQLite file of the nights' memory: holds, first-seen dates, the job journal, the nights "
-        "(default: FLEET_HOME/fleet-state.sqlite, wherever the command was started)."
+        None, description="SQLite file of the home's own memory: the vulnerability feed's copy. Each dashboard's "
+        "memory (holds, incidents, first-seen dates, the journal, the night lock) lives beside it, in "
+        "dashboards/<its address>/ (default: FLEET_HOME/fleet-state.sqlite, wherever the command was started)."
     )
     policy_file: Path | None = Field(None, description="Policy file (YAML or TOML); none means apply everything.")
     concurrency: int = Field(
@@ -92,6 +93,10 @@ class PipelineSettings(FleetSettings):
     concurrency_limit: str | None = Field(
         None, description="Name of a Prefect global concurrency limit every dashboard write call occupies."
     )
+    night_lock_wait_seconds: float = Field(
+        3600, ge=0, description="How long a night waits for its dashboard's night lock while another live run holds "
+        "it, before it gives up without starting (exit 10, and alerted as a night that could not start). A lock "
+        "whose holder's process is gone is free at once.")
     task_retries: int = Field(2, ge=0, description="Coarse retries of a failed step (the client retries requests).")
     retry_delay_seconds: float = Field(10, ge=0)
 
@@ -129,6 +134,23 @@ class PipelineSettings(FleetSettings):
     def job_deadline(self) -> float:
         return self.job_deadline_seconds * self.time_scale
 
+    _memory: Path | None = PrivateAttr(None)  # the database of the dashboard this run serves: `with_memory`
+
+    @property
+    def home_state_path(self) -> Path:
+        """The home's own database: the vulnerability feed's copy, about WordPress rather than a dashboard; each
+        dashboard's memory sits beside it (`fleet.state.dashboard_memory`)."""
+        return self.state_db or fleet_home() / STATE_FILE
+
     @property
     def state_path(self) -> Path:
-        return self.state_db or fleet_home() / STATE_FILE
+        """The memory of the dashboard this run serves; a run that has not opened one has none to read."""
+        if self._memory is None:
+            raise RuntimeError("no dashboard's memory is open: settings.with_memory(...) comes first")
+        return self._memory
+
+    def with_memory(self, path: Path) -> PipelineSettings:
+        """These settings, for a run whose dashboard's memory is `path`."""
+        settings = self.model_copy()
+        settings._memory = path
+        return settings

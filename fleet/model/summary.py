@@ -463,6 +463,8 @@ class Summary(BaseModel):
     started_at: datetime
     finished_at: datetime
     dry_run: bool = False
+    security_run: bool = Field(False, description="A security run between nights: only the fixes at or above the "
+                               "policy's threshold, on the sites offered one.")
     planned_for: datetime | None = Field(None, description="A rehearsal (`--at`): the moment the plan was made for.")
     last_sync: LastSync | None = Field(None, description="A dry run: the dashboard's last syncs it planned from.")
     dashboard: str | None = None

@@ -167,12 +167,14 @@ class Deferral(BaseModel):
 
 
 class Availability(BaseModel):
-    """A site's answer at one moment: open until `closes_at` (its window opened on local `day`), or deferred."""
+    """A site's answer at one moment: open until `closes_at` (its window opened on local `day`), or deferred. An
+    open window also says when the next one opens (`then`), for a site it already served today."""
 
     open: bool
     deferral: Deferral | None = None
-    closes_at: datetime | None = None
+    closes_at: datetime | None = None  # None when open: the site has no window (any time outside a blackout)
     day: date | None = None
+    then: Deferral | None = None  # an open window's site that is done for this window: when the next one opens
 
 
 def availability(
@@ -200,12 +202,17 @@ def availability(
         if opens > at:
             break
         if at < closes:
-            current = day, closes
+            current = day, opens, closes
             break
     if current is not None:
         hit = blackout(current[0])
         if hit is None:
-            return Availability(open=True, closes_at=current[1], day=current[0])
+            after = next((opens for day, opens, _ in window.occurrences(at) if day > current[0]
+                          and blackout(day) is None), None)
+            local = current[1].astimezone(window.zone)
+            done = Deferral(reason=f"already maintained in this window (it opened {local:%a %d %b %Y %H:%M} "
+                            f"{local.tzname()}; once per window)", opens_at=after, timezone=window.timezone)
+            return Availability(open=True, closes_at=current[2], day=current[0], then=done)
         reason = f"blackout: {hit.reason}"
     else:
         reason = f"outside its maintenance window ({window.describe()})"
@@ -232,8 +239,9 @@ def place_in_windows(
     sites: list[SiteT], windows: Windows | None, blackouts: list[Blackout], at: datetime,
     maintained: dict[int, date] | None = None,
 ) -> tuple[list[SiteT], dict[int, date]]:
-    """Each site with its deferral (outside its window, in a blackout, or already maintained in this window's day)
-    or the moment its window closes; and the window day of each site that may be touched now."""
+    """Each site with its deferral (outside its window, in a blackout, or already maintained in this window) or
+    the moment its window closes; and the window day of each site with a window that may be touched now. Once per
+    window is a rule of windows: a site without one may be worked on any time, by every run."""
     answers: dict[tuple[str | None, tuple[str, ...]], Availability] = {}
     placed, days = [], {}
     for site in sites:
@@ -241,12 +249,12 @@ def place_in_windows(
         if key not in answers:  # most sites share a client and tags: one answer each
             answers[key] = availability(windows, blackouts, site.tags, site.client, at)
         answer = answers[key]
-        if answer.open and maintained and maintained.get(site.id) == answer.day:
-            deferral = Deferral(reason=f"already maintained on {answer.day} (once per day)")
-            placed.append(site.model_copy(update={"deferral": deferral}))
+        if answer.open and answer.then is not None and maintained and maintained.get(site.id) == answer.day:
+            placed.append(site.model_copy(update={"deferral": answer.then}))
         elif answer.open:
             placed.append(site.model_copy(update={"window_closes_at": answer.closes_at}))
-            days[site.id] = answer.day
+            if answer.then is not None:
+                days[site.id] = answer.day
         else:
             placed.append(site.model_copy(update={"deferral": answer.deferral}))
     return placed, days

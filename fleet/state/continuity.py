@@ -1,6 +1,6 @@
 """The nights' memory found where the last night left it: a state database from before FLEET_HOME is moved into
-the home, and an empty one where the last night left holds is said out loud, since a night that silently forgets
-its holds sends a version that broke a site to the next one."""
+the home, and a dashboard's empty memory where its last night left holds is said out loud, since a night that
+silently forgets its holds sends a version that broke a site to the next one."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def legacy_state_files(settings: PipelineSettings) -> list[Path]:
     places = [Path.cwd() / "reports" / STATE_FILE, settings.report_dir / STATE_FILE]
     found = []
     for place in places:
-        if place.is_file() and place.resolve() != settings.state_path.resolve() and place.resolve() not in found:
+        if place.is_file() and place.resolve() != settings.home_state_path.resolve() and place.resolve() not in found:
             found.append(place.resolve())
     return found
 
@@ -33,7 +33,7 @@ def adopt_legacy_state(settings: PipelineSettings) -> str | None:
     legacy = legacy_state_files(settings)
     if not legacy:
         return None
-    target = settings.state_path
+    target = settings.home_state_path
     if target.exists():
         return (f"an older state database was left at {legacy[0]}: the nights use {target} (FLEET_HOME); move or "
                 "delete the old one once you no longer need it")
@@ -57,23 +57,16 @@ def state_is_empty(path: Path) -> bool:
                        for table in tables)
 
 
-def forgotten_holds(settings: PipelineSettings) -> str | None:
-    """A warning when the state database is empty although the last night's summary lists holds."""
+def forgotten_holds(settings: PipelineSettings, dashboard: str) -> str | None:
+    """A warning when the dashboard's memory is empty although its last night's summary lists holds."""
     if not state_is_empty(settings.state_path):
         return None
-    runs = run_directories(settings.report_dir)
-    if not runs:
-        return None
-    last = runs[-1]
-    holds = Summary.read(last).holds
+    last = next((run for run in reversed(run_directories(settings.report_dir))
+                 if Summary.read(run).dashboard == dashboard), None)
+    holds = Summary.read(last).holds if last is not None else []
     if not holds:
         return None
     named = ", ".join(f"{hold.slug} {hold.version}" for hold in holds[:5]) + (", ..." if len(holds) > 5 else "")
-    return (f"the state database {settings.state_path} is empty, but the last night ({last.name}) held "
+    return (f"the memory of {dashboard} ({settings.state_path}) is empty, but its last night ({last.name}) held "
             f"{len(holds)} version(s) ({named}): they are not held now. If the nights' memory is elsewhere, "
             "point FLEET_HOME or FLEET_STATE_DB at it")
-
-
-def check_state_home(settings: PipelineSettings) -> list[str]:
-    """What the night (or a command reading the state) should say about its memory before it starts."""
-    return [note for note in (adopt_legacy_state(settings), forgotten_holds(settings)) if note]

@@ -24,6 +24,18 @@ class FirstSeenStore:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def known(self, keys: Iterable[UpdateKey], today: date) -> dict[UpdateKey, date]:
+        """Each key's first-seen date as `record` would give it, writing nothing: `today` for a key never seen."""
+        wanted = set(keys)
+        if not self.path.exists():
+            return dict.fromkeys(wanted, today)
+        with open_state_db(self.path) as connection:
+            connection.execute(_SCHEMA)
+            rows = connection.execute("SELECT type, slug, version, seen FROM first_seen").fetchall()
+        connection.close()
+        seen = {(type_, slug, version): date.fromisoformat(day) for type_, slug, version, day in rows}
+        return {key: seen.get(key, today) for key in wanted}
+
     def record(self, keys: Iterable[UpdateKey], today: date) -> dict[UpdateKey, date]:
         """Remember `today` for keys never seen before; return the first-seen date of every key."""
         wanted = set(keys)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +22,7 @@ from fleet.model.summary import UpdateType
 from fleet.rules.execution import CallResult, UpdateCall
 from fleet.rules.plan import PlanItem
 from fleet.state.database import open_state_db
+from fleet.state.processes import RunProcess
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -38,6 +38,11 @@ _SCHEMA = (
     items TEXT NOT NULL, sent_at TEXT NOT NULL, answered INTEGER NOT NULL DEFAULT 0
 )""",
 )
+
+# columns added after the table's first release: an older journal gains them on first use
+_ADDED_TO_RUNS = {"flow_run_id": "TEXT", "process_started": "REAL NOT NULL DEFAULT 0",
+                  "tries": "INTEGER NOT NULL DEFAULT 0"}
+ACCOUNTING_TRIES = 3  # runs that try to account for a killed run before it is closed with its items unknown
 
 PlannedItem = tuple[int, str, str, str]  # (site id, slug, installed version, offered version) when planned
 
@@ -76,6 +81,14 @@ class OpenRun(BaseModel):
     run_dir: Path
     started_at: datetime
     intents: list[Intent] = Field(default_factory=list)
+    flow_run_id: str | None = None  # its Prefect flow run, left Running by its killed process
+    tries: int = 0  # runs before this one that took it over and did not finish
+
+    @property
+    def given_up(self) -> bool:
+        """Taken over by as many runs as `ACCOUNTING_TRIES`, none of which finished: it is closed at once, its items
+        unknown, so that what killed them does not pass it on for ever."""
+        return self.tries >= ACCOUNTING_TRIES
 
 
 class JobJournal:
@@ -97,6 +110,10 @@ class JobJournal:
             with connection:
                 for statement in _SCHEMA:
                     connection.execute(statement)
+                have = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+                for column, kind in _ADDED_TO_RUNS.items():
+                    if column not in have:
+                        connection.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
             self._connection = connection
 
     def _execute(self, sql: str, parameters: tuple = ()) -> list[tuple]:
@@ -106,6 +123,11 @@ class JobJournal:
             rows = cursor.fetchall()
             self._last_id = cursor.lastrowid
             return rows
+
+    def _execute_many(self, sql: str, rows: list[tuple]) -> None:
+        self._connect()
+        with self._connection:
+            self._connection.executemany(sql, rows)
 
     def close(self) -> None:
         self.flush()
@@ -156,10 +178,13 @@ class JobJournal:
 
     # runs and intents
 
-    def start_run(self, run_id: str, run_dir: Path) -> None:
+    def start_run(self, run_id: str, run_dir: Path, flow_run_id: str | None = None) -> None:
         JobJournal.live.add(run_id)
-        self._execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, NULL, NULL, ?, ?)",
-                      (run_id, str(run_dir), datetime.now(UTC).isoformat(), socket.gethostname(), os.getpid()))
+        process = RunProcess.this()
+        self._execute("INSERT OR REPLACE INTO runs (run_id, run_dir, started_at, host, pid, flow_run_id, "
+                      "process_started) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      (run_id, str(run_dir), datetime.now(UTC).isoformat(), process.host, process.pid, flow_run_id,
+                       process.started))
 
     def leave(self, run_id: str) -> None:
         """The run's process no longer works on it (finished, or failed: then the next run accounts for it)."""
@@ -184,17 +209,18 @@ class JobJournal:
     def flush(self) -> None:
         if self._answered:
             ids, self._answered = self._answered, []
-            self._connect()
-            with self._connection:
-                self._connection.executemany("UPDATE intents SET answered = 1 WHERE id = ?", [(i,) for i in ids])
+            self._execute_many("UPDATE intents SET answered = 1 WHERE id = ?", [(i,) for i in ids])
 
     def open_runs(self, current: str) -> list[OpenRun]:
-        """Runs other than `current` that never finished and that no later run has accounted for yet."""
-        runs = self._execute("SELECT run_id, run_dir, started_at, host, pid FROM runs WHERE finished_at IS NULL "
-                             "AND accounted_by IS NULL AND run_id != ? ORDER BY started_at", (current,))
+        """Runs other than `current` that never finished, whose process is gone, and that no later run has
+        accounted for yet."""
+        runs = self._execute("SELECT run_id, run_dir, started_at, host, pid, process_started, flow_run_id, tries "
+                             "FROM runs WHERE finished_at IS NULL AND accounted_by IS NULL AND run_id != ? "
+                             "ORDER BY started_at", (current,))
         found = []
-        for run_id, run_dir, started, host, pid in runs:
-            if run_id in JobJournal.live or _still_running(host, pid, datetime.fromisoformat(started)):
+        for run_id, run_dir, started, host, pid, process_started, flow_run_id, tries in runs:
+            process = RunProcess(host, pid, process_started)
+            if run_id in JobJournal.live or _still_running(process, datetime.fromisoformat(started)):
                 continue
             rows = self._execute("SELECT id, kind, type, items, sent_at, answered FROM intents WHERE run_id = ? "
                                  "ORDER BY id", (run_id,))
@@ -203,8 +229,13 @@ class JobJournal:
                               sent_at=datetime.fromisoformat(sent), answered=bool(answered))
                        for id_, kind, type_, items, sent, answered in rows]
             found.append(OpenRun(run_id=run_id, run_dir=Path(run_dir), started_at=datetime.fromisoformat(started),
-                                 intents=intents))
+                                 intents=intents, flow_run_id=flow_run_id, tries=tries))
         return found
+
+    def taken_over(self, runs: list[OpenRun]) -> None:
+        """A run takes the killed `runs` over: counted, so that runs killed while accounting for them do not pass
+        them on for ever (`ACCOUNTING_TRIES`)."""
+        self._execute_many("UPDATE runs SET tries = tries + 1 WHERE run_id = ?", [(run.run_id,) for run in runs])
 
     def accounted(self, run_id: str, by: str) -> None:
         """`by` accounted for the items of the interrupted `run_id`."""
@@ -212,20 +243,14 @@ class JobJournal:
         self._execute("DELETE FROM intents WHERE run_id = ?", (run_id,))
 
 
-def _still_running(host: str, pid: int, started: datetime) -> bool:
+def _still_running(process: RunProcess, started: datetime) -> bool:
     """A run on this machine is alive while its process is; one elsewhere is taken as alive for a day (a run
     on another worker of the same work pool cannot be asked)."""
-    if host != socket.gethostname():
+    if not process.here:
         return datetime.now(UTC) - started < timedelta(days=1)
-    if pid == os.getpid():
+    if process.pid == os.getpid():
         return False  # a run of this process that is no longer live: it ended badly
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process.alive()
 
 
 def reuse_running_jobs(

@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS vuln_feed (
 );
 INSERT OR IGNORE INTO vuln_feed (id) VALUES (1);
 """  # noqa: S608 - constant text only
+# the settings the last read was made with (`FeedSettings.fingerprint`): added after the table's first release
+_READ_WITH = "ALTER TABLE vuln_feed ADD COLUMN read_with TEXT"
 _INSERT_STAGING = "INSERT INTO vuln_software_staging VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _LOOKUP_CHUNK = 400
 
@@ -48,6 +50,9 @@ class VulnerabilityStore:
     def __init__(self, path: Path) -> None:
         self._db: sqlite3.Connection = open_state_db(path)
         self._db.executescript(_SCHEMA)
+        if "read_with" not in {row[1] for row in self._db.execute("PRAGMA table_info(vuln_feed)")}:
+            self._db.execute(_READ_WITH)
+            self._db.commit()
 
     def close(self) -> None:
         self._db.close()
@@ -60,20 +65,26 @@ class VulnerabilityStore:
         return FeedStatus(source=source or "", fetched_at=fetched_at, records=records, skipped=json.loads(skipped),
                           problem=problem)
 
-    def due(self, now: datetime, every_seconds: float) -> bool:
-        """Time to read the feed again: never read, older than `every_seconds`, and past any Retry-After."""
-        fetched_at, attempted_at, not_before = self._db.execute(
-            "SELECT fetched_at, attempted_at, not_before FROM vuln_feed").fetchone()
+    def due(self, now: datetime, every_seconds: float, read_with: str) -> bool:
+        """Time to read the feed again: the settings changed since the last read (`read_with`: another source or
+        key), or the last read failed (past any Retry-After it asked for), or the copy is older than
+        `every_seconds`."""
+        fetched_at, problem, not_before, last_with = self._db.execute(
+            "SELECT fetched_at, problem, not_before, read_with FROM vuln_feed").fetchone()
+        if last_with != read_with:
+            return True
         if not_before and now < datetime.fromisoformat(not_before):
             return False
-        last = max(filter(None, (fetched_at, attempted_at)), default=None)
-        return last is None or (now - datetime.fromisoformat(last)).total_seconds() >= every_seconds
+        if problem or fetched_at is None:
+            return True
+        return (now - datetime.fromisoformat(fetched_at)).total_seconds() >= every_seconds
 
-    def failed(self, source: str, problem: str, now: datetime, not_before: datetime | None) -> None:
-        """A read that failed: said once, the live copy untouched, not asked again before `not_before`."""
+    def failed(self, problem: str, now: datetime, not_before: datetime | None, read_with: str) -> None:
+        """A read that failed: said once, the live copy (and the source it came from) untouched; read again on the
+        next run, past `not_before` when the feed asked for it."""
         self._db.execute("DROP TABLE IF EXISTS vuln_software_staging")
-        self._db.execute("UPDATE vuln_feed SET problem = ?, attempted_at = ?, not_before = ?, source = ?",
-                         (problem, now.isoformat(), not_before.isoformat() if not_before else None, source))
+        self._db.execute("UPDATE vuln_feed SET problem = ?, attempted_at = ?, not_before = ?, read_with = ?",
+                         (problem, now.isoformat(), not_before.isoformat() if not_before else None, read_with))
         self._db.commit()
 
     # --- writing a new copy -----------------------------------------------------------------------------------
@@ -92,7 +103,7 @@ class VulnerabilityStore:
         self._db.execute("INSERT INTO vuln_software_staging SELECT * FROM vuln_software WHERE vuln_id = ?",
                          (vuln_id,))
 
-    def swap_in(self, source: str, fetched_at: datetime, records: int, skipped: list[str]) -> None:
+    def swap_in(self, source: str, fetched_at: datetime, records: int, skipped: list[str], read_with: str) -> None:
         """The new copy becomes the live one, in one transaction."""
         with self._db:
             self._db.execute("DROP TABLE vuln_software")
@@ -100,8 +111,8 @@ class VulnerabilityStore:
             self._db.execute("CREATE INDEX vuln_software_by_slug ON vuln_software (type, slug)")
             self._db.execute(
                 "UPDATE vuln_feed SET source = ?, fetched_at = ?, records = ?, skipped = ?, problem = NULL, "
-                "attempted_at = ?, not_before = NULL",
-                (source, fetched_at.isoformat(), records, json.dumps(skipped), fetched_at.isoformat()))
+                "attempted_at = ?, not_before = NULL, read_with = ?",
+                (source, fetched_at.isoformat(), records, json.dumps(skipped), fetched_at.isoformat(), read_with))
 
     # --- reading -----------------------------------------------------------------------------------------------
 

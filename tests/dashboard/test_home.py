@@ -34,11 +34,11 @@ def test_the_state_and_reports_live_in_the_home_whatever_the_working_directory(
     for directory in two_directories:
         monkeypatch.chdir(directory)
         settings = PipelineSettings()
-        seen.append((fleet_home(), settings.state_path, settings.report_dir))
+        seen.append((fleet_home(), settings.home_state_path, settings.report_dir))
     home = tmp_path / "state" / "fleet-maintenance"
     assert seen == [(home, home / "fleet-state.sqlite", home / "reports")] * 2
     monkeypatch.setenv("FLEET_HOME", str(tmp_path / "srv" / "fleet"))
-    assert PipelineSettings().state_path == tmp_path / "srv" / "fleet" / "fleet-state.sqlite"
+    assert PipelineSettings().home_state_path == tmp_path / "srv" / "fleet" / "fleet-state.sqlite"
 
 
 def test_the_homes_env_file_is_read_from_anywhere_and_the_working_directorys_wins(

@@ -4,19 +4,19 @@ a work pool: tests/deployments/test_work_pool.py."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from prefect.client.orchestration import PrefectClient, get_client
-from prefect.concurrency.asyncio import concurrency
+from prefect.client.orchestration import get_client
 
 from dashboard.block import DashboardConnection
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
-from fleet.engine.estate import Estate, NightStatus, night_lock_name, write_limit_name
+from fleet.engine.estate import Estate, NightStatus, write_limit_name
+from fleet.model.settings import STATE_FILE
+from fleet.state.dashboard_memory import DashboardMemory
 from flows.dashboards import maintain_dashboards
-from tasks.limits import NightBusy, ensure_concurrency_limit, night_lock
+from tasks.limits import night_lock
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -29,8 +29,8 @@ async def test_nights_that_cannot_start_are_reported_and_others_go_on(tmp_path: 
                 base_url=server.base_url, namespace=credentials["namespace"],
                 api_key=credentials["api_keys"]["read_write"],
             ).save(block, overwrite=True)  # fmt: skip
-        await ensure_concurrency_limit(night_lock_name("flow-busy"), 1)
-        async with concurrency(night_lock_name("flow-busy"), occupy=1, strict=True):  # another night is running
+        held = DashboardMemory(tmp_path / "flow-busy" / STATE_FILE, server.base_url)
+        async with night_lock(held, "nightly") as holder:  # another night of flow-busy is running
             state = await maintain_dashboards(
                 dashboards=["flow-busy", "flow-no-such-block", "flow-missing-deployment"],
                 report_dir=str(tmp_path), deployment="no-such-flow/no-such-deployment", lock_wait_seconds=5,
@@ -41,7 +41,7 @@ async def test_nights_that_cannot_start_are_reported_and_others_go_on(tmp_path: 
     assert isinstance(estate, Estate)
     nights = {night.block: night for night in estate.nights}
     assert nights["flow-busy"].status is NightStatus.busy
-    assert night_lock_name("flow-busy") in (nights["flow-busy"].message or "")
+    assert f"held by nightly run {holder.run}" in (nights["flow-busy"].message or "")
     assert nights["flow-no-such-block"].status is NightStatus.not_started
     assert nights["flow-missing-deployment"].status is NightStatus.not_started
     assert "no-such-flow/no-such-deployment" in (nights["flow-missing-deployment"].message or "")
@@ -50,23 +50,4 @@ async def test_nights_that_cannot_start_are_reported_and_others_go_on(tmp_path: 
 
     async with get_client() as client:
         budget = await client.read_global_concurrency_limit_by_name(write_limit_name("flow-missing-deployment"))
-        lock = await client.read_global_concurrency_limit_by_name(night_lock_name("flow-missing-deployment"))
-    assert budget.limit == 8 and lock.limit == 1, "its own budget (FLEET_CONCURRENCY) and a one-night lock"
-
-
-async def test_a_slow_prefect_server_is_waited_for_and_only_another_nights_lock_counts(monkeypatch) -> None:
-    """Under load the server took longer to answer than the lock wait: no night held the lock, and it is taken."""
-    await ensure_concurrency_limit(night_lock_name("slow-server"), 1)
-    original = PrefectClient.increment_concurrency_slots_with_lease
-
-    async def slow(self, *args, **kwargs):
-        await asyncio.sleep(1.5)  # a starved server's answer
-        return await original(self, *args, **kwargs)
-
-    monkeypatch.setattr(PrefectClient, "increment_concurrency_slots_with_lease", slow)
-    async with night_lock("slow-server", 1.0):
-        pass
-    async with concurrency(night_lock_name("slow-server"), occupy=1, strict=True):  # another night holds it
-        with pytest.raises(NightBusy):
-            async with night_lock("slow-server", 1.0):
-                pass
+    assert budget.limit == 8, "its own budget (FLEET_CONCURRENCY)"

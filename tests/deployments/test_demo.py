@@ -75,12 +75,13 @@ def test_every_demo_starts_fresh_unless_asked_to_keep_its_state(tmp_path: Path, 
     assert "Fresh state (keep it with --keep-state)." in first.output
     [first_run] = [path.parent for path in (tmp_path / "out").glob("*/summary.json")]
     first_plan = plan_of(first_run)
-    assert HoldStore(tmp_path / "out" / "fleet-state.sqlite").active(), "the first demo left holds"
+    [memory] = (tmp_path / "out" / "dashboards").glob("*/fleet-state.sqlite")  # the demo's dashboard's memory
+    assert HoldStore(memory).active(), "the first demo left holds"
 
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
-    assert f"Fresh state: removed the state database {tmp_path / 'out' / 'fleet-state.sqlite'}, 1 run directory" \
-        in again.output.replace("\n", "")
+    assert (f"Fresh state: removed the state database {tmp_path / 'out' / 'fleet-state.sqlite'}, the dashboards' "
+            f"memory {tmp_path / 'out' / 'dashboards'}, 1 run directory") in again.output.replace("\n", "")
     [second_run] = [path.parent for path in (tmp_path / "out").glob("*/summary.json")]
     assert second_run != first_run and plan_of(second_run) == first_plan
 

@@ -12,8 +12,10 @@ import pytest
 from cli.demo import dashboard_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
+from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Summary, UpdateType
 from fleet.rules.plan import Plan
+from fleet.state.dashboard_memory import DashboardMemory
 
 TRUTH_KEYS = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -47,6 +49,15 @@ class Dashboard:
 
     def writes(self) -> dict[str, int]:
         return {call: n for call, n in self.truth()["request_counts"].items() if call.startswith(WRITE_METHODS)}
+
+
+def memory_of(base_url: str | None = None, **settings: Any) -> Path:
+    """The memory (holds, incidents, the journal) of the dashboard at `base_url` (default: FLEET_BASE_URL, the
+    test's emulator) in the test's home."""
+    import os
+
+    return DashboardMemory(PipelineSettings(**settings).home_state_path,
+                           base_url or os.environ["FLEET_BASE_URL"]).path
 
 
 def installed(truth: dict[str, Any], site_id: int, type_: UpdateType, slug: str) -> str | None:

@@ -33,6 +33,7 @@ from cli.demo import dashboard_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.model.summary import Outcome, Summary
+from fleet.state.dashboard_memory import DashboardMemory
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
 from fleet.visual.capture import chromium_path
@@ -90,8 +91,9 @@ class NightsMachine(RuleBasedStateMachine):
         self.held_nights: dict[str, int] = {}  # version -> consecutive nights withheld without evidence
         self.night_number = 0
         self.added = 0  # sites the operator connected
-        self.holds = HoldStore(self.home / "state.sqlite")
-        self.incidents = IncidentStore(self.home / "state.sqlite")
+        memory = DashboardMemory(self.home / "state.sqlite", self.server.base_url).path  # the dashboard's own
+        self.holds = HoldStore(memory)
+        self.incidents = IncidentStore(memory)
         self.steps: list[str] = []
         SEQUENCES.append(self.steps)
         STATS["sequences"] += 1

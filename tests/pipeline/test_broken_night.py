@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary
 from fleet.rules.breakage import SitesBrokenByRun
 from fleet.state.holds import HoldStore
 from flows.nightly import nightly_maintenance
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -79,7 +79,7 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
     assert victim_name in html and version in html and "managesites" in html
 
     # the version is held fleet-wide: the next night does not apply it to another site
-    holds = HoldStore(PipelineSettings().state_path).active()  # every suspect: which one broke it is not known
+    holds = HoldStore(memory_of()).active()  # every suspect: which one broke it is not known
     assert {(hold.slug, hold.version) for hold in holds} == {
         (s.slug, s.to_version) for s in broken.suspects if s.outcome is Outcome.updated}
     assert all(victim_name in hold.reason for hold in holds)

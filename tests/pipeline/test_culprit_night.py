@@ -12,10 +12,10 @@ import pytest
 
 from dashboard.client import DashboardClient
 from dashboard.errors import ServerError
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ContainmentStatus, Outcome, Selection, Summary
 from fleet.state.holds import HoldStore
 from flows.nightly import nightly_maintenance
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -81,7 +81,7 @@ async def test_of_three_updated_plugins_the_bad_one_is_found_deactivated_and_hel
     assert 1 <= contained.rounds <= 3 and [s.slug for s in alarm.suspects] == [bad]
     assert "critical error" in alarm.saw
     assert [item.slug for item in summary.items if item.suspect] == [bad]
-    holds = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
+    holds = HoldStore(memory_of()).active()
     assert [(hold.slug, hold.version) for hold in holds] == [(bad, version)]
     raw = (tmp_path / "reports" / summary.run_id / "summary.json").read_text()
     assert '"rounds": ' in raw and '"status": "contained"' in raw

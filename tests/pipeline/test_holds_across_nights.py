@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary
 from fleet.state.holds import HoldStore
 from flows.nightly import nightly_maintenance
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -40,7 +40,7 @@ async def test_a_held_version_is_never_sent_again_while_any_site_is_offered_it(d
     for site in (broken, behind):
         emulator.post("offers", {"site_id": site["id"], "type": "plugin", "slug": slug, "version": "99.3.0"})
     emulator.post("faults/items", {"site_id": broken["id"], "type": "plugin", "slug": slug, "mode": "break"})
-    holds = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path)
+    holds = HoldStore(memory_of())
 
     first = await night(tmp_path, broken["id"])  # 1.3 breaks a site: contained, and held
     assert [alarm.site_id for alarm in first.broken] == [broken["id"]]

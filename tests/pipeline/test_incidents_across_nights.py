@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ContainmentStatus, Summary
 from fleet.state.incidents import IncidentStore
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -36,7 +36,7 @@ class Nights:
 
     def __init__(self, site_id: int, reports: Path) -> None:
         self.site_id, self.reports = site_id, reports
-        self.store = IncidentStore(PipelineSettings(report_dir=reports).state_path)
+        self.store = IncidentStore(memory_of())
 
     def run(self) -> tuple[int, Summary, str]:
         result = CliRunner().invoke(app, ["nightly", "--sites", str(self.site_id), "--report-dir", str(self.reports)])

@@ -44,7 +44,8 @@ def test_a_run_whose_process_is_gone_is_interrupted_and_a_finished_one_is_not(tm
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     with sqlite3.connect(path) as connection:  # a run another process started and never finished
         host = connection.execute("SELECT host FROM runs").fetchone()[0]
-        connection.execute("INSERT INTO runs VALUES ('killed', ?, '2026-11-23T01:00:00+00:00', NULL, NULL, ?, ?)",
+        connection.execute("INSERT INTO runs (run_id, run_dir, started_at, host, pid) "
+                           "VALUES ('killed', ?, '2026-11-23T01:00:00+00:00', ?, ?)",
                            (str(tmp_path / "killed"), host, int(gone.stdout)))
     assert [run.run_id for run in journal.open_runs("tonight")] == ["killed"]
     journal.close()

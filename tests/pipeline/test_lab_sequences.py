@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HoldKind, Outcome, Summary
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -24,7 +24,7 @@ class Lab:
 
     def __init__(self, emulator, reports: Path) -> None:
         self.emulator, self.reports = emulator, reports
-        state = PipelineSettings(report_dir=reports).state_path
+        state = memory_of()
         self.holds, self.incidents = HoldStore(state), IncidentStore(state)
 
     def night(self, *site_ids: int) -> tuple[int, Summary, str]:

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Summary
+from tests.pipeline.conftest import memory_of
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -42,7 +42,7 @@ def test_a_check_whose_answer_was_lost_holds_nothing_and_the_night_exits_0(dashb
     assert emulator.truth()["faults"]["counts"]["answers_lost"] == lost
     assert checks_sent(emulator) == 2, "the check is re-run once, never more"
     assert summary.broken == [] and summary.holds == []
-    assert PipelineSettings(report_dir=tmp_path / "reports").state_path.exists()
+    assert memory_of().exists()
     [checked] = [s for s in summary.sites if s.site_id == site["id"]]
     assert checked.check.probe_ok is True  # the home page, probed directly, answered
     if lost == 2:  # never read: unverified, never broken

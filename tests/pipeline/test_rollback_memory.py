@@ -9,11 +9,10 @@ import pytest
 
 from dashboard import DashboardClient
 from dashboard.models import UpdateType, rolled_back_updates
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary
 from fleet.state.holds import HoldStore
 from flows.update import update_fleet
-from tests.pipeline.conftest import read_run
+from tests.pipeline.conftest import memory_of, read_run
 from tests.pipeline.test_broken_night import shared_plugin
 
 
@@ -53,7 +52,7 @@ async def test_a_version_mainwp_remembers_as_rolled_back_is_sent_nowhere_and_cou
     assert "rolled version" in items[other["id"]].reason and "1 site(s)" in items[other["id"]].reason
     truth = emulator.truth()["sites"]
     assert truth[str(other["id"])]["plugins"][slug]["version"] != version  # never sent
-    [hold] = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
+    [hold] = HoldStore(memory_of()).active()
     assert (hold.slug, hold.version) == (slug, version) and hold.reason.startswith("failed on 1 sites")
 
 

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from cli.app import app
+from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, UpdateType
 from fleet.model.vulnerability import Security
 from fleet.rules.breakage import SitesBrokenByRun
 from flows.security import patch_vulnerabilities
+from flows.sync import dashboard_memory
 from flows.update import update_fleet
-from tasks.limits import ENVIRONMENT_DASHBOARD, night_lock
+from tasks.limits import night_lock
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import installed, read_run
 
@@ -80,13 +84,14 @@ async def test_a_running_night_keeps_the_security_run_out(dashboard, monkeypatch
     monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
     monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
     before = truth_of(board, credentials)["sites"]
-    async with night_lock(ENVIRONMENT_DASHBOARD):
+    async with night_lock(dashboard_memory(None, PipelineSettings()), "nightly"):
         assert await patch_vulnerabilities(send_report=False, lock_wait_seconds=1) == ""
     assert truth_of(board, credentials)["sites"] == before
     assert await patch_vulnerabilities(send_report=False, dry_run=True)  # the lock free: the seed offers fixes
 
 
-async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fail_a_night(dashboard, monkeypatch):
+async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fail_a_night(dashboard, monkeypatch,
+                                                                                          tmp_path):
     board = dashboard(sites=6, seed=3)
     credentials = board.server.credentials
     token = {"X-Emulator-Token": credentials["admin_token"]}
@@ -108,3 +113,11 @@ async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fai
     fixed = [item for item in summary.items if item.site_id == site["id"] and item.slug == target["slug"]]
     assert fixed and fixed[0].security.security is Security.fixes
     assert "broke" in str(ended.value), str(ended.value)
+    # issue 44: the fix is held now; the next security runs have nothing to apply and write nothing (every one of
+    # them planned the held fix again, and wrote a run directory and an operator report: 24 a day)
+    runs_before = sorted((tmp_path / "reports").iterdir())
+    assert await patch_vulnerabilities() == ""
+    assert sorted((tmp_path / "reports").iterdir()) == runs_before
+    listed = CliRunner().invoke(app, ["runs"])
+    [row] = [line for line in listed.output.splitlines() if line.startswith(summary.run_id)]
+    assert row.split()[1:3] == ["S", "broke"], "fleet runs marks a security run"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import NightHold, Outcome, Summary, UpdateType
-from fleet.state.continuity import MOVED_SUFFIX, check_state_home
+from fleet.state.continuity import MOVED_SUFFIX, forgotten_holds
 from fleet.state.holds import HoldStore
 from tests.pipeline.test_broken_night import shared_plugin
 
@@ -98,7 +98,7 @@ def test_a_state_database_beside_old_reports_moves_into_the_home(
 def test_looking_at_holds_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fleet_home: Path) -> None:
     monkeypatch.chdir(tmp_path)
     listed = CliRunner().invoke(app, ["holds", "list"])
-    assert listed.exit_code == 0 and "no state database at" in listed.output and str(fleet_home) in listed.output
+    assert listed.exit_code == 0 and "no memory at" in listed.output and str(fleet_home) in listed.output
     assert not fleet_home.exists() and not (tmp_path / "reports").exists()
 
 
@@ -106,14 +106,18 @@ def test_an_empty_state_where_the_last_night_left_holds_is_said(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("FLEET_STATE_DB", str(tmp_path / "new" / "fleet-state.sqlite"))
-    settings = PipelineSettings(report_dir=tmp_path / "reports")
+    dashboard = "https://dash.example.com/wp-json"
+    settings = PipelineSettings(report_dir=tmp_path / "reports").with_memory(tmp_path / "new" / "dash.sqlite")
     now = datetime(2026, 11, 25, 2, tzinfo=UTC)
-    Summary(run_id="20261125-020000-abcdef12", started_at=now, finished_at=now,
+    Summary(run_id="20261125-020000-abcdef12", started_at=now, finished_at=now, dashboard=dashboard,
             holds=[hold()]).write(settings.report_dir / "20261125-020000-abcdef12")
+    Summary(run_id="20261125-030000-abcdef13", started_at=now, finished_at=now, dashboard="https://other.example.com/"
+            "wp-json").write(settings.report_dir / "20261125-030000-abcdef13")  # another dashboard's, later
 
-    [warning] = check_state_home(settings)
+    warning = forgotten_holds(settings, dashboard)
 
-    assert "is empty, but the last night (20261125-020000-abcdef12) held 1 version(s) (woocommerce 9.1.0)" in warning
+    assert "is empty, but its last night (20261125-020000-abcdef12) held 1 version(s) (woocommerce 9.1.0)" in warning
     assert "FLEET_HOME or FLEET_STATE_DB" in warning
+    assert forgotten_holds(settings, "https://other.example.com/wp-json") is None  # its last night held nothing
     HoldStore(settings.state_path).remember([hold()])
-    assert check_state_home(settings) == []
+    assert forgotten_holds(settings, dashboard) is None

@@ -67,18 +67,34 @@ def test_a_window_across_midnight_belongs_to_the_day_it_opens() -> None:
 def test_no_windows_means_any_time_and_places_every_site() -> None:
     sites = [SiteRecord(id=1, url="https://a.example", name="A"), SiteRecord(id=2, url="https://b.example",
                                                                               name="B", client="Acme Ltd")]
-    placed, days = place_in_windows(sites, None, [], at("2026-11-23T15:00:00"))
-    assert [site.deferral for site in placed] == [None, None] and set(days) == {1, 2}
+    placed, days = place_in_windows(sites, None, [], at("2026-11-23T15:00:00"),
+                                    maintained={1: date(2026, 11, 23), 2: date(2026, 11, 23)})
+    # no window: any time, however often it was maintained today, and no window day to spend
+    assert [site.deferral for site in placed] == [None, None] and days == {}
 
 
-def test_a_site_maintained_in_this_window_day_is_deferred_once_per_day() -> None:
+def test_a_site_maintained_in_this_window_is_deferred_to_the_next_one_saying_so() -> None:
     policy = parse_policy(POLICY)
     sites = [SiteRecord(id=1, url="https://a.example", name="A"), SiteRecord(id=2, url="https://b.example", name="B")]
     placed, days = place_in_windows(sites, policy.windows, [], at("2026-11-24T01:00:00"),
                                     maintained={1: date(2026, 11, 24), 2: date(2026, 11, 23)})
-    assert placed[0].deferral.reason == "already maintained on 2026-11-24 (once per day)" and 1 not in days
+    assert placed[0].deferral.explained == ("already maintained in this window (it opened Tue 24 Nov 2026 00:00 UTC; "
+                                            "once per window); next window opens Wed 25 Nov 2026 00:00 UTC")
+    assert 1 not in days
     assert placed[1].deferral is None and placed[1].window_closes_at == at("2026-11-24T06:00:00")
     assert days == {2: date(2026, 11, 24)}
+
+
+def test_only_the_sites_with_a_window_are_maintained_once_per_window() -> None:
+    """Issue 44: a client window on one site made every later run of the day defer the others, which have no
+    window, as 'already maintained ...; no window opens within 400 days'."""
+    policy = parse_policy({"windows": {"clients": {"Acme Ltd": {"timezone": "UTC", "hours": "00:00-06:00"}}}})
+    sites = [SiteRecord(id=1, url="https://a.example", name="A", client="Acme Ltd"),
+             SiteRecord(id=2, url="https://b.example", name="B")]
+    placed, days = place_in_windows(sites, policy.windows, [], at("2026-11-28T03:00:00"),
+                                    maintained={1: date(2026, 11, 28), 2: date(2026, 11, 28)})
+    assert placed[0].deferral is not None and placed[0].deferral.opens_at == at("2026-11-29T00:00:00")
+    assert placed[1].deferral is None and days == {}
 
 
 @pytest.mark.parametrize(("change", "field", "message"), [

@@ -23,7 +23,7 @@ from fleet.model.summary import Outcome
 from fleet.rules.plan import Decision, SiteRecord
 from flows.update import update_fleet
 from reporting.run_report import render_reports
-from tests.pipeline.conftest import installed, read_run
+from tests.pipeline.conftest import installed, memory_of, read_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 FLEET = Path(sys.executable).with_name("fleet")
@@ -119,7 +119,8 @@ async def test_an_hourly_write_run_touches_only_the_sites_inside_their_window(da
     assert html.count('data-row="window-group"') == 1
     again, _ = read_run(await update_fleet(policy_file=policy))  # the next hourly run, same window day
     reasons = {site.deferred for site in again.sites if site.site_id in inside}
-    assert len(reasons) == 1 and next(iter(reasons)).startswith("already maintained on")
+    assert len(reasons) == 1 and next(iter(reasons)).startswith("already maintained in this window (it opened ")
+    assert all(site.opens_at is not None for site in again.sites if site.site_id in inside)  # the next window
 
 
 def _tokyo():
@@ -224,7 +225,7 @@ async def test_a_window_that_closed_during_the_night_stops_new_calls_for_its_sit
     now = datetime.now(UTC)
     plan.sites = [site.model_copy(update={"window_closes_at": now - timedelta(minutes=1) if site.id == late
                                           else now + timedelta(hours=1)}) for site in plan.sites]
-    settings = PipelineSettings(chunk_size=1)  # a lane per site
+    settings = PipelineSettings(chunk_size=1).with_memory(memory_of())  # a lane per site
     before = emulator.truth()
 
     @flow

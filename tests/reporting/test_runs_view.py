@@ -31,7 +31,7 @@ def incident(number: int, site: int, opened_by: str, *, down: bool) -> Incident:
 
 def night(report_dir: Path, day: int, items: list[Item], **fields: object) -> Summary:
     started = START + timedelta(days=day)
-    run_id = f"{started:%Y%m%dT%H%M%SZ}-{day:08x}"
+    run_id = f"{started:%Y%m%d-%H%M%S}-{day:08x}"  # as a run names itself: 24 characters
     summary = Summary(run_id=run_id, started_at=started, finished_at=started + timedelta(minutes=5), items=items,
                       counts=Summary.count(items), **fields)
     summary.write(report_dir / run_id)

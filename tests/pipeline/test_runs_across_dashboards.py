@@ -1,0 +1,135 @@
+"""The runs that meet between nights (issues 44 and 48), over HTTP against emulators: a night stopped on one
+dashboard is never another dashboard's business, a site removed since is closed as such, a run killed with SIGKILL
+while it held the dashboard's night lock stops no later night (from cron: the same Prefect home, a temporary
+server each night), and its flow run is told as crashed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.demo import dashboard_environment
+from dashboard.client import DashboardClient
+from dashboard.errors import AuthenticationError
+from fleet.model.summary import Outcome, Selection, Summary, UpdateType, run_directories
+from flows.nightly import nightly_maintenance
+from tasks.interrupted import REMOVED
+from tests.local_http import LOCAL_HTTP
+from tests.pipeline.conftest import read_run
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def use(monkeypatch: pytest.MonkeyPatch, board) -> None:
+    """Point the FLEET_* environment at this emulated dashboard, as an operator's .env would."""
+    for name, value in dashboard_environment(board.server.credentials).items():
+        monkeypatch.setenv(name, value)
+
+
+def stopped_after_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The night's second update call ends it (a revoked key: an error that stops the whole run), as a kill would:
+    its run is left open in the journal, with the first call's items applied."""
+    original = DashboardClient.run_updates
+    calls = []
+
+    async def once(self, *args, **kwargs):
+        calls.append(args)
+        if len(calls) > 1:
+            raise AuthenticationError("the key was revoked", status=401)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DashboardClient, "run_updates", once)
+
+
+async def test_a_night_stopped_on_one_dashboard_is_no_business_of_another(dashboard, monkeypatch, tmp_path):
+    """Issue 44: one FLEET_HOME, a night against dashboard A stopped mid-way, then nights against B: every night on
+    B waited for A's run, tried to account for A's items on B and failed (`SiteNotFound: .../sites/46`)."""
+    a = dashboard(sites=20, seed=9)
+    truth = a.truth()
+    far = sorted(int(site_id) for site_id, site in truth["sites"].items() if int(site_id) > 8
+                 and site["status"] == "connected" and site["pending_updates"])[:4]  # ids dashboard B does not have
+    monkeypatch.setenv("FLEET_SITES_PER_CALL", "1")  # one call per site: the second call stops the night
+    tonight = Selection(sites=[str(site) for site in far], types=[UpdateType.plugin])
+    with monkeypatch.context() as stopping:
+        stopped_after_first_call(stopping)
+        with pytest.raises(AuthenticationError):
+            await nightly_maintenance(selection=tonight, send_report=False)
+    [stopped] = [path for path in (tmp_path / "reports").iterdir() if path.is_dir() and path.name[0].isdigit()]
+
+    b = dashboard(sites=4, seed=2)  # the same home, another dashboard
+    summary, _ = read_run(await nightly_maintenance(send_report=False))
+    assert summary.dashboard == b.server.base_url and summary.accounts_for == []
+    assert not any(item.applied_by_run for item in summary.items)
+    assert any("is new here" in error for error in summary.errors), "a second dashboard in the home is said"
+
+    use(monkeypatch, a)  # back to A, with one of the stopped night's sites removed from it since
+    key = a.server.credentials["api_keys"]["read_write"]
+    LOCAL_HTTP.delete(f"{a.server.root_url}/wp-json/{a.server.config.namespace}/v2/sites/{far[0]}/remove",
+                      headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+    still_there = Selection(sites=tonight.sites[1:], types=[UpdateType.plugin])
+    summary, _ = read_run(await nightly_maintenance(selection=still_there, send_report=False))
+    assert summary.accounts_for == [stopped.name]
+    accounted = [item for item in summary.items if item.applied_by_run == stopped.name]
+    gone = [item for item in accounted if item.site_id == far[0]]
+    assert gone and all(item.outcome is Outcome.unknown and REMOVED in item.reason for item in gone)
+    marked = Summary.read(stopped)
+    assert marked.interrupted and marked.accounted_by == summary.run_id
+    assert {(i.site_id, i.slug) for i in marked.items} == {(i.site_id, i.slug) for i in accounted}
+
+
+def fleet_nightly(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`fleet nightly` as cron starts it: no PREFECT_API_URL (a temporary Prefect server of its own), its own
+    process group (so that a kill takes its server with it)."""
+    with log.open("a") as output:
+        return subprocess.Popen([str(Path(sys.executable).parent / "fleet"), "nightly"], env=env, cwd=log.parent,
+                                stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.mark.long(60)
+async def test_a_night_killed_holding_the_lock_stops_no_later_night_from_cron(dashboard, tmp_path):
+    """Issue 48: `fleet nightly` killed with SIGKILL mid-night, then `fleet nightly` again with the same
+    PREFECT_HOME: the second never started its work (the killed night's Prefect concurrency slot, in the Prefect
+    home's database, was never given back by the temporary servers)."""
+    board = dashboard(sites=12, seed=9, time_scale=0.02)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(tmp_path / "prefect-home"), "PYTHONPATH": str(ROOT),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "FLEET_SMTP_HOST": "",
+            "FLEET_REPORT_TO": "ops@example.com"}  # the reports written as .eml files
+    log = tmp_path / "nights.log"
+    killed = fleet_nightly(env, log)
+    try:
+        deadline = time.monotonic() + 240
+        while board.truth()["capacity"]["operations"].get("update_item", 0) < 4:
+            assert killed.poll() is None, f"the night ended before it could be killed: {log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "the night never started updating"
+            time.sleep(0.05)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)  # a reboot, an OOM kill: the night and its temporary server
+        killed.wait()
+    [killed_dir] = [path for path in (tmp_path / "reports").iterdir() if path.is_dir() and path.name[0].isdigit()]
+
+    again = fleet_nightly(env, log)
+    try:
+        code = again.wait(timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the next night did not finish: {log.read_text()[-3000:]}")
+    finally:
+        if again.poll() is None:
+            os.killpg(again.pid, signal.SIGKILL)
+    assert code in (0, 7, 8), log.read_text()[-3000:]
+    last = run_directories(tmp_path / "reports")[-1]
+    assert Summary.read(last).accounts_for == [killed_dir.name], log.read_text()[-3000:]
+    assert Summary.read(killed_dir).interrupted and Summary.read(killed_dir).accounted_by == last.name
+    with sqlite3.connect(tmp_path / "prefect-home" / "prefect.db") as prefect_db:
+        states = dict(prefect_db.execute("SELECT replace(id, '-', ''), state_type FROM flow_run").fetchall())
+    [killed_state] = [state for run_id, state in states.items() if run_id.endswith(killed_dir.name[-8:])]
+    assert killed_state == "CRASHED", "the killed night's flow run, left Running, is told as crashed"
+    assert Summary.read(killed_dir).items, "what the killed night applied is in its summary now"
