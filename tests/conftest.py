@@ -132,12 +132,12 @@ def prefect_harness() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_lock_left_behind() -> Iterator[None]:
     """A test process's Prefect servers (its harness, or the temporary server Prefect starts for the first flow
-    run without one) are shared by its tests: every in-process night reaches one of them. A night lock a test left
-    held (a night killed with SIGKILL, a test that timed out mid-night) would make every later night there wait
-    out its lease, or for ever on a temporary server, which reclaims no lease: each test ends with the global
-    concurrency limits of those servers deleted, and Prefect's slot services stopped: each keeps the API client
-    of the server that was current when it started (a temporary server, before the harness), and would ask that
-    one for the next test's locks."""
+    run without one) are shared by its tests. A write budget a test left taken (`FLEET_CONCURRENCY_LIMIT`, a night
+    killed with SIGKILL or a test that timed out mid-night) would make every later night there wait out its lease,
+    or for ever on a temporary server, which reclaims no lease: each test ends with the global concurrency limits
+    of those servers deleted, and Prefect's slot services stopped: each keeps the API client of the server that was
+    current when it started (a temporary server, before the harness), and would ask that one for the next test's
+    limits. (The dashboards' night locks are not Prefect's: they live in each test's own home.)"""
     yield
     if "prefect.concurrency.services" in sys.modules:
         from prefect._internal.concurrency.services import _QueueServiceBase

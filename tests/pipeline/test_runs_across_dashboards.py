@@ -5,6 +5,7 @@ server each night), and its flow run is told as crashed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -14,13 +15,21 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from cli.demo import dashboard_environment
 from dashboard.client import DashboardClient
 from dashboard.errors import AuthenticationError
+from fleet.engine.night import Night
+from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary, UpdateType, run_directories
+from fleet.pacing.call_sizing import CallSizer
+from fleet.state.job_journal import JobJournal
 from flows.nightly import nightly_maintenance
+from flows.sync import dashboard_memory
 from tasks.interrupted import REMOVED
+from tasks.limits import night_lock
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import read_run
 
@@ -133,3 +142,41 @@ async def test_a_night_killed_holding_the_lock_stops_no_later_night_from_cron(da
     [killed_state] = [state for run_id, state in states.items() if run_id.endswith(killed_dir.name[-8:])]
     assert killed_state == "CRASHED", "the killed night's flow run, left Running, is told as crashed"
     assert Summary.read(killed_dir).items, "what the killed night applied is in its summary now"
+
+
+async def test_a_night_that_waits_out_its_bound_ends_in_one_line_and_alerts(dashboard, monkeypatch):
+    """Issue 48: a night waited for the lock "as long as it takes", silently."""
+    dashboard(sites=3, seed=2)
+    monkeypatch.setenv("FLEET_NIGHT_LOCK_WAIT_SECONDS", "1")
+    monkeypatch.setenv("FLEET_REPORT_TO", "ops@example.com")
+    async with night_lock(dashboard_memory(None, PipelineSettings()), "security") as holder:  # a live holder
+        result = await asyncio.to_thread(CliRunner().invoke, app, ["nightly"])
+    assert result.exit_code == 10, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("nightly run failed: ")]
+    assert f"held by security run {holder.run}" in line and "for 1 s" in line and "did not start" in line
+    assert not list(Path(os.environ["FLEET_REPORT_DIR"]).glob("*/plan.json")), "no work was started"
+    [alert] = (Path(os.environ["FLEET_REPORT_DIR"]) / "alerts").glob("alert-*.eml")
+    assert "NightBusy" in alert.read_text() and holder.run in alert.read_text()
+
+
+def test_a_killed_run_taken_over_by_runs_that_all_died_is_closed_unknown_not_passed_on(tmp_path: Path) -> None:
+    """Issue 44: a run killed while accounting for another added itself to a list that grew with every night."""
+    journal = JobJournal(tmp_path / "memory.sqlite")
+    journal.start_run("killed", tmp_path / "killed")
+    journal.intend("killed", "update", UpdateType.plugin, [(3, "akismet", "5.0", "5.1")])
+    journal.leave("killed")
+    for taker in ("second", "third", "fourth"):  # each took it over, and died itself before finishing
+        night = Night(taker, CallSizer(20, 200, 200))
+        [run] = [run for run in night.open(journal, tmp_path / taker, False, None, "https://d.example/wp-json")
+                 if run.run_id == "killed"]
+        assert not run.given_up and not night.notes
+        journal.leave(taker)
+    last = Night("fifth", CallSizer(20, 200, 200))
+    runs = last.open(journal, tmp_path / "fifth", False, None, "https://d.example/wp-json")
+    killed = next(run for run in runs if run.run_id == "killed")
+    assert killed.given_up and any("killed is closed with its 1 item unknown" in note for note in last.notes)
+    [item] = Summary.read(tmp_path / "killed").items
+    assert item.outcome is Outcome.unknown and "not verified" in item.reason and item.applied_by_run == "killed"
+    journal.leave("fifth")
+    assert "killed" not in {run.run_id for run in journal.open_runs("sixth")}, "closed once, not passed on"
+    assert {run.run_id for run in journal.open_runs("sixth")} == {"second", "third", "fourth", "fifth"}
