@@ -67,7 +67,8 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     assert [s.slug for s in alarms[site["id"]].suspects] == [bad]
 
     dead = alarms[other["id"]].containment
-    assert dead.status is ContainmentStatus.unreachable and after["sites"][str(other["id"])]["front_end"]["dead_at_load"]
+    assert dead.status is ContainmentStatus.unreachable
+    assert after["sites"][str(other["id"])]["front_end"]["dead_at_load"]
     assert "the night cannot revive it: its guard does not answer" in dead.detail
 
     holds = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
