@@ -279,4 +279,4 @@ def truth(site: Site) -> dict[str, Any] | None:
             "mode": site.guard.get("mode"), "paused": list(site.guard.get("paused", [])),
             "kept": {key: [version for version, _ in versions] for key, versions in site.guard.get("kept", {}).items()},
             "problems": list(site.guard.get("problems", {}).values()), "disk_full": bool(site.guard.get("disk_full")),
-            "corrupt": list(site.guard.get("corrupt", [])), "keys": len(site.guard.get("keys", []))}
+            "corrupt": list(site.guard.get("corrupt", [])), "keys": list(site.guard.get("keys", []))}

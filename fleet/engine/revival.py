@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fleet.engine.culprit import ChildUnreachable, Switchboard, bisect, suspect_of
 from fleet.model.summary import Containment, ContainmentStatus, UpdateType
 from fleet.rules.plan import PlanItem
-from fleet.rules.policy import Policy
+from fleet.rules.policy import ContainMode, Policy
 from guard.client import GuardClient, GuardError, GuardSite
 from guard.models import GuardStatus
 
@@ -91,6 +91,8 @@ async def revive(step: UpdateType, applied: list[PlanItem], policy: Policy, guar
     if step not in (UpdateType.plugin, UpdateType.theme):
         return cannot(dead, f"{step.value} updates are out of the guard's reach: only plugins and themes can be "
                             "left out or put back")
+    if policy.contain is ContainMode.report:
+        return cannot(dead, "the policy says report (contain: report): nothing is left out or switched off")
     if guard is None:
         return cannot(dead, "no guard key is set (FLEET_GUARD_KEY: `fleet guard keygen`)")
     try:

@@ -5,6 +5,7 @@ site checked and re-synced; only the culprit held. A site without a guard stays 
 from __future__ import annotations
 
 import base64
+import copy
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from fleet.model.summary import ContainmentStatus, Outcome
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
 from guard.signing import private_key, public_key_text
+from tests.pipeline.guard_invariant import guarded_sites_left_down
 from tests.pipeline.test_culprit_night import run_night, three_plugin_site
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -83,3 +85,11 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     assert after["guard_calls"]["probe"] <= 3 and after["guard_calls"]["pause"] == 1
     operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.txt").read_text()
     assert "revived by the night" in operator and "the night cannot revive it" in operator
+
+    home = [public_key_text(private_key(KEY))]
+    assert guarded_sites_left_down(after, summary, keys=home) == []  # the unguarded site is not promised
+    had_it_failed = copy.deepcopy(after)  # the invariant itself: the same night, had the revival failed
+    had_it_failed["sites"][str(site["id"])]["front_end"] |= {"status": "broken", "fatal_by": f"plugin:{bad}"}
+    [violation] = guarded_sites_left_down(had_it_failed, summary, keys=home)
+    assert f"site {site['id']}" in violation and f"plugin:{bad}" in violation
+    assert guarded_sites_left_down(had_it_failed, summary, keys=["another fleet's key"]) == []
