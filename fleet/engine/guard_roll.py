@@ -12,7 +12,7 @@ import httpx
 from fleet.engine.site_probe import probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.pacing.fan_out import fan_out
-from guard.client import GuardClient, GuardError, GuardSite
+from guard.client import GuardClient, GuardError, GuardSilent, GuardSite
 from guard.keys import load_keys
 from guard.models import GuardStatus
 from guard.settings import GuardSettings
@@ -55,7 +55,8 @@ def verdict(status: GuardStatus) -> tuple[bool, str]:
 
 def row_of(site_id: int, name: str, url: str, status: GuardStatus | None, failure: str = "") -> SiteGuard:
     if status is None:
-        return SiteGuard(site_id, name, url, f"no: {failure}", verdict="cannot revive it: no guard answers")
+        return SiteGuard(site_id, name, url, f"no: {failure}" if failure else "no",
+                         verdict="cannot revive it: no guard answers")
     usable, said = verdict(status)
     return SiteGuard(site_id, name, url, "yes" if status.key == "current" else "yes, to the previous key",
                      version=status.version, paused=status.paused,
@@ -79,6 +80,8 @@ async def roll_call(transport: httpx.AsyncBaseTransport | None = None) -> list[S
         async def ask(site: Any) -> SiteGuard:
             try:
                 status = await client.status(guard_site(site.url, settings))
+            except GuardSilent:
+                return row_of(site.id, site.name, site.url, None)
             except GuardError as error:
                 return row_of(site.id, site.name, site.url, None, str(error).split(": ", 2)[-1])
             return row_of(site.id, site.name, site.url, status)
