@@ -73,9 +73,9 @@ async def one_way(way: str, sites: int, time_scale: float) -> dict[str, Any]:
                     arm(site, [public_key_text(keys.current)])
                 site.fail_items[f"plugin:{bad}"] = "load"
                 state.save_site(site)
-                applied = [PlanItem(site_id=site.id, type=UpdateType.plugin, slug=u.slug, name=site.plugins[u.slug].name,
-                                    from_version=u.current_version, to_version=u.new_version, decision=Decision.apply)
-                           for u in offered]
+                applied = [PlanItem(site_id=site.id, type=UpdateType.plugin, slug=u.slug,
+                                    name=site.plugins[u.slug].name, from_version=u.current_version,
+                                    to_version=u.new_version, decision=Decision.apply) for u in offered]
                 await client.update_site_items(site.id, "plugins", [item.slug for item in applied])
                 before = dict(state.request_counts)
                 guards = GuardClient(http, keys)

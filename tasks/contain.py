@@ -51,8 +51,10 @@ class DashboardSwitchboard:
     def __init__(self, client: DashboardClient, site: SiteRecord, http: httpx.AsyncClient,
                  settings: PipelineSettings, looks: tuple[VisualWatch, UpdateType] | None = None) -> None:
         self.client, self.site, self.http, self.settings, self.looks = client, site, http, settings, looks
+        self.calls = 0  # requests sent to the dashboard, for the revival's figures
 
     async def active_plugins(self) -> set[str]:
+        self.calls += 1
         return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
 
     async def deactivate(self, slugs: list[str]) -> None:
@@ -62,6 +64,7 @@ class DashboardSwitchboard:
         await self._switch(self.client.activate_plugins, slugs)
 
     async def _switch(self, call: Callable[[int, list[str]], Awaitable[PluginSwitch]], slugs: list[str]) -> None:
+        self.calls += 1
         try:
             answer = await call(self.site.id, slugs)
         except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
@@ -79,6 +82,7 @@ class DashboardSwitchboard:
         failed while it was down) is checked once first: only a passing check lets the dashboard reach it."""
         why = await self._sync()
         if why is not None and why[0].endswith("site_offline"):
+            self.calls += 1
             try:
                 await self.client.check_sites([self.site.id])
             except DashboardError as error:
@@ -87,6 +91,7 @@ class DashboardSwitchboard:
         return None if why is None else why[1]
 
     async def _sync(self) -> tuple[str, str] | None:
+        self.calls += 1
         try:
             answer = await self.client.sync_sites([self.site.id])
         except DashboardError as error:

@@ -71,10 +71,25 @@ class ProbeBoard:
 
 @dataclass
 class Revival:
-    """What the revival did, step by step (the incident's evidence), and what it cost."""
+    """What the revival did, step by step (the incident's evidence), and what it cost: seconds, and the requests
+    to the dashboard and to the guard (counted where the switchboard and the guard's client count them)."""
 
+    board: object = None
+    guard: GuardLine | None = None
     steps: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    dashboard_calls: int = field(init=False, default=0)
+    guard_calls: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.dashboard_calls = getattr(self.board, "calls", 0)
+        self.guard_calls = self.guard.client.calls if self.guard is not None else 0
+
+    @property
+    def cost(self) -> str:
+        dashboard = getattr(self.board, "calls", 0) - self.dashboard_calls
+        guard = (self.guard.client.calls if self.guard is not None else 0) - self.guard_calls
+        return f"{time.monotonic() - self.started:.1f} s, {dashboard} dashboard and {guard} guard request(s)"
 
     def saw(self, step: str) -> None:
         self.steps.append(f"{len(self.steps) + 1}. {step}")
@@ -95,13 +110,13 @@ async def revive(step: UpdateType, applied: list[PlanItem], policy: Policy, guar
         return cannot(dead, "the policy says report (contain: report): nothing is left out or switched off")
     if guard is None:
         return cannot(dead, "no guard key is set (FLEET_GUARD_KEY: `fleet guard keygen`)")
+    told = Revival(board, guard)
     try:
         status = await guard.status()
     except GuardError as error:
         return cannot(dead, f"its guard does not answer ({str(error).split(': ', 2)[-1]})")
     if status.unusable is not None:
         return cannot(dead, status.unusable)
-    told = Revival()
     rotated = " (to the key before the rotation)" if status.key == "previous" else ""
     told.saw(f"its guard {status.version} answered{rotated}")
     try:
@@ -195,8 +210,7 @@ async def _revive_theme(applied: list[PlanItem], guard: GuardLine, board: Switch
 
 
 def _with(containment: Containment, told: Revival, headline: str) -> Containment:
-    seconds = time.monotonic() - told.started
-    return containment.model_copy(update={"detail": f"{headline} ({seconds:.1f} s): {told.told}"})
+    return containment.model_copy(update={"detail": f"{headline} ({told.cost}): {told.told}"})
 
 
 def cannot(dead: Containment, why: str, told: Revival | None = None) -> Containment:
