@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,41 @@ def test_the_loader_sits_in_mu_plugins(wordpress: WordPressSite) -> None:
     loader = wordpress.content / "mu-plugins" / "fleet-guard-loader.php"
     assert loader.is_file() and str(wordpress.guard_data) in loader.read_text()
     assert f"'{public_key_text(KEY)}'" in Path(wordpress.content / "plugins" / "fleet-guard" / "keys.php").read_text()
+
+
+async def test_a_corrupt_kept_version_is_not_put_back(wordpress: WordPressSite,
+                                                      guard: tuple[GuardClient, GuardSite]) -> None:
+    client, site = guard
+    installed = (await client.status(site)).plugins[INNOCENT].version
+    newer = f"{installed}.1"
+    release = plugin_zip(wordpress.root / "zips" / f"innocent-{newer}.zip", "innocent", {
+        "innocent.php": f"<?php\n/*\nPlugin Name: Innocent\nVersion: {newer}\n*/\n"})
+    assert "upgraded" in wordpress.wp("upgrade", INNOCENT, str(release))
+    manifest = json.loads((wordpress.guard_data / "keep" / "manifest.json").read_text())
+    [kept] = [entry for entry in manifest[f"plugin:{INNOCENT}"] if entry["version"] == installed]
+    with open(wordpress.guard_data / "keep" / kept["file"], "ab") as archive:
+        archive.write(b"bit rot")
+    with pytest.raises(GuardRefused, match="corrupt"):
+        await client.restore(site, "plugin", INNOCENT, installed)
+    assert (await client.status(site)).plugins[INNOCENT].version == newer  # left as it was
+
+
+async def test_an_unwritable_must_use_folder_is_said_at_activation_and_in_the_status(
+        wordpress: WordPressSite, guard: tuple[GuardClient, GuardSite]) -> None:
+    client, site = guard
+    must_use = wordpress.content / "mu-plugins"
+    assert "deactivated" in wordpress.wp("deactivate", "fleet-guard/fleet-guard.php")  # its loader goes with it
+    shutil.rmtree(must_use)
+    must_use.write_text("a file where the must-use folder should be")  # what root cannot be refused by chmod
+    try:
+        said = wordpress.wp("activate", "fleet-guard/fleet-guard.php")
+        assert "activated" in said and "problem: the must-use plugins folder" in said
+        status = await client.status(site)
+        assert status.mode == "plugin" and "loader is missing" in status.unusable
+        with pytest.raises(GuardRefused, match="must-use loader is missing"):
+            await client.pause(site, [INNOCENT])
+    finally:
+        must_use.unlink()
+        wordpress.wp("deactivate", "fleet-guard/fleet-guard.php")
+        wordpress.wp("activate", "fleet-guard/fleet-guard.php")
+    assert (await client.status(site)).unusable is None
