@@ -85,6 +85,9 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     assert after["guard_calls"]["probe"] <= 3 and after["guard_calls"]["pause"] == 1
     operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.txt").read_text()
     assert "revived by the night" in operator and "the night cannot revive it" in operator
+    client = next(path for path in (tmp_path / "reports" / summary.run_id / "report").glob("*.txt")
+                  if path.name != "operator.txt" and site["url"].rstrip("/") in path.read_text())
+    assert "the version before it runs again" in client.read_text()  # what was done, never how
 
     home = [public_key_text(private_key(KEY))]
     assert guarded_sites_left_down(after, summary, keys=home) == []  # the unguarded site is not promised
