@@ -30,7 +30,8 @@ from typing import Any
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # bench/emulator.py would shadow the `emulator` package
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.nightly import ROOT, modelled_work  # noqa: E402 - the nightly benchmark's harness, run as a script too
+
 KEY = base64.b64encode(b"fleet-guard-revival-benchmark!!!").decode()
 WAYS = ("no-guard", "guard")
 
@@ -106,8 +107,7 @@ async def one_way(way: str, sites: int, time_scale: float) -> dict[str, Any]:
 
 
 def modelled_seconds(capacity: dict[str, Any]) -> float:
-    seconds, operations = capacity.get("work_seconds", {}), capacity.get("operations", {})
-    return sum(count * seconds.get(operation, 0.0) for operation, count in operations.items())
+    return sum(modelled_work(capacity).values())
 
 
 def mean(values: list[float]) -> float | None:
