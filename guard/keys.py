@@ -87,7 +87,8 @@ def generate(home: Path, rotate: bool = False, block: str | None = None) -> KeyC
     if block:
         from prefect.blocks.system import Secret
 
-        Secret(value=json.dumps({"key": fresh, "previous_key": previous})).save(block, overwrite=True)
+        Secret(value=json.dumps({"key": fresh, "previous_key": previous})).save(  # type: ignore[call-arg]
+            block, overwrite=True, _sync=True)  # a sync call, also from inside an event loop
         where = f"the Prefect Secret block {block!r}"
     else:
         env = home / ".env"
@@ -103,9 +104,11 @@ def generate(home: Path, rotate: bool = False, block: str | None = None) -> KeyC
 
 def _existing(home: Path, block: str | None) -> tuple[str | None, str | None]:
     if block:
+        from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+
         try:
             return _block_keys(block)
-        except ValueError:
+        except (ValueError, ObjectNotFound, PrefectHTTPStatusError):  # no such block yet
             return None, None
     from dotenv import dotenv_values
 

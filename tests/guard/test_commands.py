@@ -81,3 +81,17 @@ def test_status_says_per_site_whether_the_night_can_count_on_its_guard(monkeypat
     unarmed = next(site_id for site_id in rows if site_id not in armed)
     assert rows[unarmed]["verdict"] == "cannot revive it: no guard answers"
     assert "the night can count on the guard of 1; 3 it cannot revive" in done.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+async def test_the_keys_can_live_in_a_prefect_secret_block_and_are_read_inside_a_night(tmp_path: Path) -> None:
+    from guard.keys import generate
+    from guard.settings import GuardSettings
+
+    made = generate(tmp_path, block="fleet-guard-test-keys")
+    assert not (tmp_path / ".env").exists()  # nothing on disk
+    settings = GuardSettings(guard_key_block="fleet-guard-test-keys", _env_file=None)
+    assert public_key_text(load_keys(settings).current) == made.public  # read from a running event loop
+    rotated = generate(tmp_path, rotate=True, block="fleet-guard-test-keys")
+    keys = load_keys(settings)
+    assert rotated.previous_public == made.public and public_key_text(keys.previous) == made.public
