@@ -247,7 +247,8 @@ def status(site: Site) -> dict[str, Any]:
 
 def restore(site: Site, envelope: dict[str, Any]) -> dict[str, Any]:
     """A kept version put back (its checksum checked first: a corrupt one is refused); the culprit's break goes
-    with the release that carried it, and WordPress offers that newer release again."""
+    with the release that carried it, and WordPress offers that newer release again, which breaks the site again
+    if it is installed again (never kinder than the real release)."""
     item_type, slug, version = envelope.get("type"), envelope.get("slug"), envelope.get("version")
     if item_type not in ("plugin", "theme") or not isinstance(slug, str) or not isinstance(version, str):
         return {"ok": False, "error": "restore needs type (plugin or theme), slug and version"}
@@ -264,6 +265,9 @@ def restore(site: Site, envelope: dict[str, Any]) -> dict[str, Any]:
     item.version = version
     if replaced != version:
         item.offer = replaced  # WordPress offers the newer release again: the night holds it
+    for culprit, mark in ((site.fatal_by, "load"), (site.broken_by, "break")):
+        if culprit == key and replaced != version:  # the bad release goes, and breaks the site again if reinstalled
+            site.fail_items[key] = mark
     if site.fatal_by == key:
         site.fatal_by = ""
     if site.broken_by == key:

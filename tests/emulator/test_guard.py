@@ -88,6 +88,7 @@ async def test_an_armed_guard_finds_pauses_and_puts_back_the_release_fatal_at_lo
     assert truth["front_end"]["fatal_by"] is None and truth["guard"]["paused"] == []
     assert truth["guard"]["kept"] == {f"plugin:{slug}": [old]}
     assert truth["plugins"][slug]["offer"] is not None  # WordPress offers the bad release again: the night holds it
+    assert truth["fail_items"] == {f"plugin:{slug}": "load"}  # and it kills the site again if installed again
 
 
 async def test_forged_expired_replayed_misdirected_and_too_many_requests_get_the_ordinary_page(
