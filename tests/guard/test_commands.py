@@ -95,3 +95,21 @@ async def test_the_keys_can_live_in_a_prefect_secret_block_and_are_read_inside_a
     rotated = generate(tmp_path, rotate=True, block="fleet-guard-test-keys")
     keys = load_keys(settings)
     assert rotated.previous_public == made.public and public_key_text(keys.previous) == made.public
+
+
+def test_emulator_serve_guard_arms_all_none_or_the_first_n_sites_with_the_homes_key() -> None:
+    import typer
+
+    from cli.commands.emulator import arm_guards
+    from emulator.app import create_app
+
+    state = create_app(EmulatorConfig(sites=4, seed=3)).state.emulator.state
+    with pytest.raises(typer.BadParameter, match="fleet guard keygen"):
+        arm_guards(state, "2")
+    keygen()
+    assert arm_guards(state, "none") == [] and not any(site.guard for site in state.sites.values())
+    assert arm_guards(state, "2") == sorted(state.sites)[:2]
+    assert all(site.guard["keys"] == [load_keys().public] for site in list(state.sites.values())[:2])
+    assert arm_guards(state, "all") == sorted(state.sites)
+    with pytest.raises(typer.BadParameter, match="all, none or a number"):
+        arm_guards(state, "some")
