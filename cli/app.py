@@ -13,6 +13,7 @@ from cli.commands import (
     demo,
     deploy,
     emulator,
+    guard,
     holds,
     incidents,
     memory,
@@ -69,3 +70,4 @@ app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
 app.add_typer(screenshots.app, name="screenshots")
 app.add_typer(vulns.app, name="vulns")
+app.add_typer(guard.app, name="guard")

@@ -20,6 +20,7 @@ from emulator.dispatch import dispatch, json_response
 from emulator.faults import FaultController, install_faults, load_profile
 from emulator.gateway import GatewayMiddleware
 from emulator.ground_truth import ground_truth_routes
+from emulator.guard import GuardDesk
 from emulator.hosting import site_ip
 from emulator.jobs import BatchJobs, running_jobs
 from emulator.operations import SiteOperations
@@ -46,6 +47,7 @@ class Emulator:
     v1_routes: RestRoutes
     base_url: str = ""
     feed: FeedControl = field(default_factory=FeedControl)  # the vulnerability feed's switches
+    guards: GuardDesk = field(default_factory=GuardDesk)  # Fleet Guard's memory on the emulated sites
 
     def credentials(self, base_url: str | None = None) -> dict[str, Any]:
         return credentials(self.state, base_url or self.base_url, self.config.admin_token.get_secret_value())

@@ -18,6 +18,8 @@ from starlette.routing import Route
 
 from emulator.dispatch import json_response
 from emulator.faults import FaultProfileError, load_profile
+from emulator.guard import arm
+from emulator.guard import truth as guard_truth
 from emulator.json_input import JsonInputError, decode_json
 from emulator.records import ITEM_TYPES, Item, ItemType, Site
 from emulator.rest import RestError
@@ -149,6 +151,7 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
                       "broken_by": site.broken_by or None, "dead_at_load": site.dead_at_load,
                       "fatal_by": site.fatal_by or None},
         "visual": _visual_truth(site),
+        "guard": guard_truth(site),
     }
 
 
@@ -183,6 +186,7 @@ async def state_view(request: Request, emulator: Emulator) -> dict[str, Any]:
         "batch_jobs": [job_truth(job) for job in state.jobs.values()],
         "capacity": emulator.capacity.snapshot(state.sites),
         "faults": {"profile": emulator.faults.profile.name, "counts": dict(emulator.faults.counts)},
+        "guard_calls": dict(emulator.guards.calls),
     }
 
 
@@ -345,6 +349,42 @@ async def hold_cron(request: Request, emulator: Emulator) -> dict[str, Any]:
     return {"held": held}
 
 
+@admin_only
+async def set_guard(request: Request, emulator: Emulator) -> dict[str, Any]:
+    """POST {site_id, armed?: bool, keys?: [base64 public keys], version?, removed?: bool, loader?: "placed" | a
+    problem (the must-use loader missing, and why), disk_full?: bool, corrupt?: ["type:slug@version", ...]}: Fleet
+    Guard installed (armed with `keys`) or not on a site, and its faults: an older version, removed by the
+    owner (its loader does nothing), the loader not placed (an unwritable must-use folder), a full disk, a kept
+    version whose checksum no longer matches."""
+    body = await json_object(request)
+    site = site_in(emulator, body)
+    if "armed" in body:
+        if not isinstance(body["armed"], bool):
+            raise GroundTruthError("armed must be true or false")
+        keys = body.get("keys", site.guard.get("keys", []))
+        if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+            raise GroundTruthError("keys must list base64 public keys")
+        if body["armed"]:
+            arm(site, keys)
+        else:
+            site.guard = {}
+    if not site.guard and set(body) - {"site_id", "armed"}:
+        raise GroundTruthError(f"site {site.id} has no guard: arm it first", 409)
+    for name, kind in (("version", str), ("removed", bool), ("disk_full", bool), ("corrupt", list)):
+        if name in body:
+            if not isinstance(body[name], kind):
+                raise GroundTruthError(f"{name} must be a {kind.__name__}")
+            site.guard[name] = body[name]
+    if "loader" in body:
+        loader = body["loader"]
+        if not isinstance(loader, str) or not loader:
+            raise GroundTruthError('loader must be "placed" or the reason it is missing')
+        site.guard["mode"] = "must-use" if loader == "placed" else "plugin"
+        site.guard["loader_problem"] = None if loader == "placed" else loader
+    emulator.state.save_site(site)
+    return {"site_id": site.id, "guard": guard_truth(site)}
+
+
 def ground_truth_routes() -> list[Route]:
     return [
         Route(f"{PREFIX}/state", state_view, methods=["GET"]),
@@ -359,4 +399,5 @@ def ground_truth_routes() -> list[Route]:
         Route(f"{PREFIX}/faults/lost-answers", lose_answers, methods=["POST"]),
         Route(f"{PREFIX}/options", set_options, methods=["POST"]),
         Route(f"{PREFIX}/cron", hold_cron, methods=["POST"]),
+        Route(f"{PREFIX}/guard", set_guard, methods=["POST"]),
     ]

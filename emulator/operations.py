@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from emulator.capacity import Capacity
+from emulator.guard import keep_before_update
 from emulator.records import Item, ItemType, Site
 from emulator.rollbacks import remember_rollback
 from emulator.state import FleetState
@@ -267,6 +268,7 @@ class SiteOperations:
         if fault == "rollback" and item_type in ("plugin", "theme"):
             return result(item.version, item.version, "failed", remember_rollback(site, item_type, item))
         old = item.version
+        keep_before_update(site, item_type, slug, old)  # its guard, if armed, keeps the installed version first
         if versioned:
             item.version = item.offer
         item.offer = None

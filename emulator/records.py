@@ -131,6 +131,7 @@ class Site:
     broken_by: str = ""  # "type:slug" of the update that broke the front end ("ground-truth" when set directly)
     fatal_by: str = ""  # "type:slug" of the update that fatals while WordPress loads: pages AND the child die
     visual_faults: dict[str, list[str]] = field(default_factory=dict)  # "type:slug" -> [mode, bad version]
+    guard: dict[str, Any] = field(default_factory=dict)  # Fleet Guard on the site (emulator.guard); empty: none
     # the dashboard's `rollback_updates_data`: "plugin"|"theme" -> slug -> version WordPress rolled back -> record
     rollbacks: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     monitor: Monitor | None = None
@@ -152,8 +153,18 @@ class Site:
         if not culprit:
             return False
         kind, _, slug = culprit.partition(":")
+        if kind == "plugin" and slug in self.guard_paused:
+            return False  # its guard leaves it out of every request
         items = {"plugin": self.plugins, "theme": self.themes}.get(kind, {})
         return slug not in items or items[slug].active
+
+    @property
+    def guard_paused(self) -> list[str]:
+        """The plugins the site's guard pauses: only an installed guard whose must-use loader runs first can."""
+        guard = self.guard
+        if not guard.get("armed") or guard.get("removed") or guard.get("mode") != "must-use":
+            return []
+        return list(guard.get("paused", []))
 
     @property
     def front_end_broken(self) -> bool:

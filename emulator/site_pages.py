@@ -11,7 +11,9 @@ state, so a health check after updates has something real to probe (generated do
 - a site whose front end an update broke (`broken_by`): 200 with the page WordPress core's `wp_die` shows
   after a PHP fatal error ("There has been a critical error on this website."). Core answers 500 when it can,
   but a fatal raised after output started is served with 200, the case a probe must catch by its content;
-- a domain that is not in the fleet: 404.
+- a domain that is not in the fleet: 404;
+- a POST carrying `X-Fleet-Guard` is its Fleet Guard's when the guard is armed and the request verified
+  (`emulator.guard`); anything else is answered as the page is (WordPress renders a POST to a page as a GET).
 Suspended or disconnected sites still serve their pages: that is the dashboard's view, not the site's.
 No auth and no dashboard faults: this is the public site, not the dashboard.
 """
@@ -26,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from emulator.guard import report
 from emulator.records import Site
 from emulator.site_theme import page_html, page_paths, published, stylesheet, stylesheet_path
 from emulator.visual_faults import visual_break
@@ -86,6 +89,14 @@ async def site_page(request: Request) -> Response:
     status = front_end_status(site)
     if status == "down":
         return HTMLResponse(_UNAVAILABLE, 503, headers={"Retry-After": "300"})
+    if request.method == "POST" and "x-fleet-guard" in request.headers:
+        envelope = emulator.guards.verified(site, await request.body())
+        if envelope is not None:
+            answer = emulator.guards.answer(site, envelope)
+            emulator.state.save_site(site)
+            return Response(report(site, envelope, answer), 200, media_type="text/plain",
+                            headers={"Cache-Control": "no-store"})
+        status = front_end_status(site)
     if status == "broken":
         return HTMLResponse(critical_error_page(), 500)  # WP_Fatal_Error_Handler sends it with a 500
     return site_resource(request, site)
@@ -143,7 +154,7 @@ def site_resource(request: Request, site: Site) -> Response:
 
 
 def site_page_routes() -> list[Route]:
-    methods = ["GET", "HEAD"]
+    methods = ["GET", "HEAD", "POST"]
     return [
         Route(f"{PREFIX}/{{domain}}", site_page, methods=methods),
         Route(f"{PREFIX}/{{domain}}/{{path:path}}", site_page, methods=methods),

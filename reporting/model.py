@@ -345,7 +345,8 @@ class Alarm:
     dashboard_page: str | None
     suspects: list[UpdatedItem]
     held: list[str] = field(default_factory=list)  # "name version" of the suspects the nights' store now holds
-    state: str = ""  # "broken, then contained: X deactivated", "down, unreachable by the dashboard", or ""
+    state: str = ""  # "broken, then contained: X deactivated", "down, then revived by the night: X 1.0 put back",
+    # "down, unreachable by the dashboard", or ""
     next_steps: str = ""  # what the operator does now, when the night knows better than "roll back the suspects"
     site_id: int | None = None  # to find the site's look (its screenshots) beside the alarm
     look: LookView | None = None  # the operator's: the site's broken look, pictured beside the alarm
@@ -356,6 +357,9 @@ class Alarm:
         if self.state.startswith("broken, then contained"):
             return ("It was brought back at once: the update that broke it is switched off until a fixed release "
                     "is installed; we are looking into it")
+        if self.state.startswith("down, then revived"):
+            return ("It was brought back at once, the same night: the update that broke it was undone and the "
+                    "version before it runs again")
         return "We have been alerted and are restoring the site"
 
     @property

@@ -17,6 +17,8 @@ from dashboard.errors import DashboardError, SiteOffline
 from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps, switch_on_failed
+from fleet.engine.guard_roll import guard_site
+from fleet.engine.revival import GuardLine, revive
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.events import site_events
@@ -28,6 +30,8 @@ from fleet.rules.execution import CallResult, JobOutcome
 from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
 from fleet.visual.policy import ReviewMode
+from guard.client import GuardClient
+from guard.keys import GuardKeyMissing, load_keys
 from reporting.alert import SiteDownNotice, deliver_alert
 from reporting.settings import MailSettings, notify_block_alone
 from tasks.checks import probe_before_updates, probe_client
@@ -47,8 +51,10 @@ class DashboardSwitchboard:
     def __init__(self, client: DashboardClient, site: SiteRecord, http: httpx.AsyncClient,
                  settings: PipelineSettings, looks: tuple[VisualWatch, UpdateType] | None = None) -> None:
         self.client, self.site, self.http, self.settings, self.looks = client, site, http, settings, looks
+        self.calls = 0  # requests sent to the dashboard, for the revival's figures
 
     async def active_plugins(self) -> set[str]:
+        self.calls += 1
         return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
 
     async def deactivate(self, slugs: list[str]) -> None:
@@ -58,6 +64,7 @@ class DashboardSwitchboard:
         await self._switch(self.client.activate_plugins, slugs)
 
     async def _switch(self, call: Callable[[int, list[str]], Awaitable[PluginSwitch]], slugs: list[str]) -> None:
+        self.calls += 1
         try:
             answer = await call(self.site.id, slugs)
         except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
@@ -71,12 +78,28 @@ class DashboardSwitchboard:
         return self.looks is None or not await self.looks[0].still_broken(self.site, self.looks[1])
 
     async def child_unreachable(self) -> str | None:
+        """Why the child does not answer a sync, or None. A site the dashboard keeps as known offline (a check
+        failed while it was down) is checked once first: only a passing check lets the dashboard reach it."""
+        why = await self._sync()
+        if why is not None and why[0].endswith("site_offline"):
+            self.calls += 1
+            try:
+                await self.client.check_sites([self.site.id])
+            except DashboardError as error:
+                return str(error)
+            why = await self._sync()
+        return None if why is None else why[1]
+
+    async def _sync(self) -> tuple[str, str] | None:
+        self.calls += 1
         try:
             answer = await self.client.sync_sites([self.site.id])
         except DashboardError as error:
-            return str(error)
+            return "", str(error)
         errors = list(answer.errors) + (list(answer.result.errors) if answer.result else [])
-        return "; ".join(error.message or error.code for error in errors) or None
+        if not errors:
+            return None
+        return errors[0].code or "", "; ".join(error.message or error.code for error in errors)
 
 
 async def probe_and_contain(
@@ -99,13 +122,18 @@ async def probe_and_contain(
     by_id = {site.id: site for site in stepped}
 
     async with probe_client(settings) as http:
+        guards = night_guards(http)
+
         async def contain(site_id: int) -> tuple[int, Containment]:
             site = by_id[site_id]
             applied = [item for item in sent if item.site_id == site_id]
             looks = (watch, step) if watch is not None and site_id in looked_broken else None
+            board = DashboardSwitchboard(client, site, http, settings, looks)
             try:
-                containment = await contain_site(step, applied, policy,
-                                                 DashboardSwitchboard(client, site, http, settings, looks))
+                containment = await contain_site(step, applied, policy, board)
+                if containment.status is ContainmentStatus.unreachable:  # dead at load: its guard, if it has one
+                    line = GuardLine(guards, guard_site(site.url, settings)) if guards is not None else None
+                    containment = await revive(step, applied, policy, line, board, containment)
             except DashboardError as error:  # the site stays broken and reported; the night goes on
                 containment = Containment(step=step, status=ContainmentStatus.not_contained,
                                           detail=f"containing it failed: {error}",
@@ -121,6 +149,17 @@ async def probe_and_contain(
             return site_id, containment
 
         return dict(await fan_out(sorted(saw), contain, settings.probe_concurrency))
+
+
+def night_guards(http: httpx.AsyncClient) -> GuardClient | None:
+    """The client of the sites' Fleet Guards, signing with the fleet's key (None: no key is set)."""
+    try:
+        return GuardClient(http, load_keys())
+    except GuardKeyMissing:
+        return None
+    except ValueError as error:  # a key that cannot be read: said, and the night goes on without the guards
+        log.error("the guard key cannot be used (%s): no site can be revived tonight", error)
+        return None
 
 
 async def look_after_step(watch: VisualWatch | None, sites: list[SiteRecord], step: UpdateType,

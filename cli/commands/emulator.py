@@ -17,8 +17,23 @@ from emulator.app import create_app
 from emulator.config import ALL_MODULES, EmulatorConfig
 from emulator.fleet import tag_sites
 from emulator.gateway import HEAD_LIMIT_BYTES
+from emulator.guard import arm_sites
+from emulator.state import FleetState
 
 app = typer.Typer(help="The dashboard emulator.", no_args_is_help=True)
+
+
+def arm_guards(state: FleetState, how: str) -> list[int]:
+    """`--guard`: the emulated sites' Fleet Guard, built with the home's public key (none: nothing needed)."""
+    if how == "none":
+        return []
+    from guard.keys import GuardKeyMissing, load_keys
+
+    try:
+        keys = load_keys()
+        return arm_sites(state, [keys.public], how)
+    except (GuardKeyMissing, ValueError) as error:
+        raise typer.BadParameter(str(error), param_hint="--guard") from None
 
 
 def parse_work_seconds(text: str) -> dict[str, float]:
@@ -67,6 +82,8 @@ def serve(
     ),
     canary: int = typer.Option(0, min=0, help="Tag this many sites (the first that answer) `canary`, as a person "
                                "tags them in MainWP for the go-live's canary step."),
+    guard: str = typer.Option("none", help="Fleet Guard on all sites, none, or the first N (by id), built with the "
+                              "public key of the home's guard key (`fleet guard keygen`)."),
 ) -> None:
     """Serve the emulator; prints the REST base URL and the dashboard URL (the site root) when ready."""
     try:
@@ -105,6 +122,7 @@ def serve(
         raise typer.BadParameter(str(error)) from None
     emulator = application.state.emulator
     tagged = tag_sites(emulator.state, "canary", canary) if canary else []
+    guarded = arm_guards(emulator.state, guard)
     server = uvicorn.Server(
         uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
                        h11_max_incomplete_event_size=HEAD_LIMIT_BYTES)
@@ -127,6 +145,8 @@ def serve(
             env_out.write_text("".join(f"{name}={value}\n" for name, value in settings.items()), encoding="utf-8")
         if tagged:
             typer.echo(f"sites tagged canary: {', '.join(map(str, tagged))}")
+        if guarded:
+            typer.echo(f"Fleet Guard armed on {len(guarded)} site(s)")
         typer.echo(
             f"{base_url}  (dashboard URL {site_root}, {len(emulator.state.sites)} sites, namespace {namespace}, "
             f"ready in {time.monotonic() - started:.2f}s)",

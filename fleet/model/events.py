@@ -72,7 +72,7 @@ def site_events(base_url: str, site_id: int, name: str, url: str, containment: C
     resource = site_resource(base_url, site_id, name, url)
     related = [dashboard_resource(base_url, "dashboard")]
     names = [SITE_BROKEN]
-    if containment.status is ContainmentStatus.contained:
+    if containment.status in (ContainmentStatus.contained, ContainmentStatus.revived):
         names.append(SITE_CONTAINED)
     elif containment.status is ContainmentStatus.unreachable:
         names.append(SITE_DOWN)

@@ -168,6 +168,7 @@ class ContainmentStatus(StrEnum):
     reported = "reported"  # the policy (contain: report, never_deactivate) left the site as it was
     not_plugins = "not_plugins"  # a theme, core or translation step: only plugins can be deactivated
     unreachable = "unreachable"  # the MainWP Child no longer answers: the dashboard can do nothing
+    revived = "revived"  # dead at load, brought back through its Fleet Guard: the last working version active again
 
 
 class Containment(BaseModel):
@@ -176,7 +177,8 @@ class Containment(BaseModel):
     step: UpdateType = Field(description="The update step after which the probe failed.")
     saw: str = Field("", description="What that probe saw.")
     status: ContainmentStatus
-    culprit: Suspect | None = Field(None, description="The plugin whose deactivation brought the site back.")
+    culprit: Suspect | None = Field(None, description="The plugin whose deactivation brought the site back (or the "
+                                    "release a revival found and put the kept version of back).")
     rounds: int = Field(0, description="Deactivate/re-activate rounds the bisection probed.")
     detail: str = Field("", description="What was done, in words.")
     next_steps: str = Field("", description="What the operator should do now.")
@@ -188,6 +190,9 @@ class Containment(BaseModel):
             return f"broken, then contained: {self.culprit.name or self.culprit.slug} deactivated"
         if self.status is ContainmentStatus.unreachable:
             return "down, unreachable by the dashboard"
+        if self.status is ContainmentStatus.revived and self.culprit:
+            return (f"down, then revived by the night: {self.culprit.name or self.culprit.slug} "
+                    f"{self.culprit.from_version or ''} put back".replace("  ", " "))
         return "broken"
 
 

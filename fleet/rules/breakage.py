@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from fleet.model.summary import Containment, HealthCheck, Item, Outcome, SiteAlarm, Suspect
+from fleet.model.summary import Containment, ContainmentStatus, HealthCheck, Item, Outcome, SiteAlarm, Suspect
 
 # applied, or perhaps applied (no answer); an item that failed or did not move was never applied: not a suspect
 SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown)  # in that order
@@ -80,7 +80,12 @@ def judge_sites(
                               key=lambda item: SENT_OUTCOMES.index(item.outcome))
             if contained is not None and contained.culprit is not None:
                 culprit = contained.culprit
-                suspects = [item for item in suspects if (item.type, item.slug) == (culprit.type, culprit.slug)]
+                suspects = [item for item in sent if (item.type, item.slug) == (culprit.type, culprit.slug)]
+                if contained.status is ContainmentStatus.revived:  # the night put the version before it back
+                    for item in suspects:
+                        item.outcome = Outcome.failed
+                        item.reason = (f"installed {culprit.to_version}, which killed the site at load; the night "
+                                       f"put {culprit.from_version} back from its Fleet Guard's keep (revived)")
             elif contained is not None:  # the steps before it passed their probe: only its own items are suspects
                 suspects = [item for item in suspects if item.type is contained.step]
             for item in suspects:

@@ -30,13 +30,18 @@ def opened(alarm: SiteAlarm, check: HealthCheck | None, dashboard: str, run_id: 
     left_off = ([culprit.slug] if contained is not None and contained.status is ContainmentStatus.contained
                 and culprit is not None and culprit.type is UpdateType.plugin else [])
     down = _down(alarm, check)
-    return Incident(
+    revived = contained is not None and contained.status is ContainmentStatus.revived and not down
+    incident = Incident(
         dashboard=dashboard, site_id=alarm.site_id, site_url=alarm.site_url, site_name=alarm.site_name,
         client=alarm.client, opened_by=run_id, opened_at=at, status=status, saw=alarm.saw, culprit=culprit,
         suspects=alarm.suspects, done=_done(alarm, run_id), next_steps=contained.next_steps if contained else
         "roll back the suspects by hand (or restore the backup)", dashboard_page=alarm.dashboard_page,
         deactivated=left_off, down=down, last_look=f"{run_id}: {'down' if down else 'up'} after the night",
         alerted_on=at.date())
+    if revived:  # up again with the last working version active: nothing is left for a person to do
+        return incident.model_copy(update={"closed_at": at, "closed_by": run_id,
+                                           "close_reason": f"revived by the night: {contained.detail}"})
+    return incident
 
 
 def broken_again(incident: Incident, alarm: SiteAlarm, check: HealthCheck | None, run_id: str,
@@ -161,7 +166,7 @@ def _down(alarm: SiteAlarm, check: HealthCheck | None) -> bool:
         return True
     if check is not None:
         return not check.healthy
-    return contained is None or contained.status is not ContainmentStatus.contained
+    return contained is None or contained.status not in (ContainmentStatus.contained, ContainmentStatus.revived)
 
 
 def _done(alarm: SiteAlarm, run_id: str) -> str:

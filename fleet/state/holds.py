@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from fleet.model.summary import HoldKind, NightHold, Outcome, Summary, UpdateType
+from fleet.model.summary import ContainmentStatus, HoldKind, NightHold, Outcome, Summary, UpdateType
 from fleet.rules.plan import Decision, DetectedUpdate, PlanItem
 from fleet.rules.policy import ItemRef, Rule
 from fleet.state.database import open_state_db
@@ -243,8 +243,9 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     alone never hold)."""
     found: dict[VersionKey, NightHold] = {}
     for alarm in summary.broken:
-        applied = [s for s in alarm.suspects if s.to_version and s.outcome is Outcome.updated]
         culprit = alarm.containment.culprit if alarm.containment is not None else None
+        revived = alarm.containment is not None and alarm.containment.status is ContainmentStatus.revived
+        applied = [s for s in alarm.suspects if s.to_version and (s.outcome is Outcome.updated or revived)]
         for suspect in applied:
             is_culprit = len(applied) == 1 or (culprit is not None and (culprit.type, culprit.slug)
                                                == (suspect.type, suspect.slug))
