@@ -5,9 +5,9 @@ front-end fatal, fatal at load or a visual break offered to some sites and to ot
 selections, dry runs, a lost answer, a site that cannot be synced, a blackout; nights killed with SIGKILL, after a
 write or while its answer is lost; hourly security runs after a vulnerability is published; nights of a second
 dashboard in the same home; sites removed and added; the feed's setting broken and corrected; the policy's windows
-changed; repairs by hand, holds released), each night through `fleet nightly` against a fresh emulator on a real
-socket, on a Prefect test server. Every violation is counted (not only the first) with the promise it broke and
-the sequence that led to it.
+changed; Fleet Guard installed on some sites; repairs by hand, holds released), each night through `fleet nightly`
+against a fresh emulator on a real socket, on a Prefect test server. Every violation is counted (not only the
+first) with the promise it broke and the sequence that led to it.
 
 Run: `python bench/invariants.py [--sequences 500] [--steps 8] [--nights 6] [--processes 2]` (the sequences are
 drawn afresh on each run; a sequence with fewer nights than `--nights` ends with whole-fleet nights until it has
@@ -34,7 +34,7 @@ sys.path[0] = str(Path(__file__).resolve().parent.parent)  # bench/emulator.py w
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTED = ("sequences", "nights", "breaking releases", "items withheld", "sites down", "nights killed",
-           "security runs", "other dashboard's nights", "deferrals checked", "writes checked")
+           "security runs", "other dashboard's nights", "deferrals checked", "writes checked", "guarded sites")
 
 
 def main() -> None:
@@ -143,6 +143,7 @@ def print_table(results: dict[str, Any], least_nights: int) -> None:
             ("nights killed (SIGKILL)", stats["nights killed"]), ("security runs", stats["security runs"]),
             ("second dashboard's nights", stats["other dashboard's nights"]),
             ("deferrals checked", stats["deferrals checked"]), ("writes checked", stats["writes checked"]),
+            ("sites given Fleet Guard", stats["guarded sites"]),
             ("violations", len(results["violations"])), ("processes", results["processes"]),
             ("wall seconds", f"{results['wall_seconds']:.0f}")]
     print(f"{'invariants over generated nights':<32} {'':>10}")

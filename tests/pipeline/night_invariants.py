@@ -51,6 +51,8 @@ from fleet.state.dashboard_memory import DashboardMemory
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
 from fleet.visual.capture import chromium_path
+from guard.signing import private_key, public_key_text
+from tests.pipeline.guard_invariant import guarded_sites_left_down
 
 ROOT = Path(__file__).resolve().parents[2]
 # a front-end fatal; fatal at load (fatal only when switched on, where it is off); a stylesheet gone while the pages
@@ -63,11 +65,13 @@ WINDOWS = ("none", "client-open", "client-closed", "all-open", "all-closed")
 ZONES = ("UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago")  # +14 and -11: another local day than UTC's, often
 ZONE_INFO = {zone: ZoneInfo(zone) for zone in ZONES}
 TRACKED = ("plugins", "themes")  # the installed versions whose every change a run must report
+GUARD_KEY = "ZmxlZXQtaW52YXJpYW50cy1ndWFyZC1rZXktMzJieXQ="  # the home's Fleet Guard key (a fixed 32-byte seed)
+GUARD_PUBLIC = public_key_text(private_key(GUARD_KEY))
 # what the checks covered (read by bench/invariants.py): sequences, nights, releases that broke a site, items the
 # nights' holds withheld, sites down at a night's end, and the runs between nights
 STATS: dict[str, int] = {"sequences": 0, "nights": 0, "breaking releases": 0, "items withheld": 0, "sites down": 0,
                          "nights killed": 0, "security runs": 0, "other dashboard's nights": 0,
-                         "deferrals checked": 0, "writes checked": 0}
+                         "deferrals checked": 0, "writes checked": 0, "guarded sites": 0}
 VIOLATIONS: list[dict[str, Any]] = []  # each with its sequence and the promise it broke
 SEQUENCES: list[list[str]] = []  # every sequence run, as its steps
 RAISE = True  # CI fails at the first violation (Hypothesis shrinks and prints it); the bench counts them all
@@ -126,7 +130,7 @@ class NightsMachine(RuleBasedStateMachine):
                                  headers={"x-emulator-token": self.server.config.admin_token.get_secret_value()})
         credentials = self.server.credentials
         self.environment = {**dashboard_environment(credentials), **night_environment(self.home),
-                            **feed_environment(credentials)}
+                            **feed_environment(credentials), "FLEET_GUARD_KEY": GUARD_KEY}
         self.saved = {name: os.environ.get(name) for name in self.environment}
         os.environ.update(self.environment)
         truth = self.truth()
@@ -254,6 +258,17 @@ class NightsMachine(RuleBasedStateMachine):
         added = self.post("sites/add", {"url": f"https://added-{self.added}.example.org/"})
         if self.slug in added["plugins"]:
             self.sites.append(added["id"])
+        self.last = Step("change")
+
+    @rule(which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
+    def a_guard_installed(self, which: set[int]) -> None:
+        """Fleet Guard installed on some sites (MainWP's bulk upload), built with the home's key: a release fatal at
+        load on them is revived by the night."""
+        chosen = sorted({self.sites[index % len(self.sites)] for index in which})
+        self.step(f"a_guard_installed({sorted(which)!r})  # sites {chosen}")
+        for site in chosen:
+            self.post("guard", {"site_id": site, "armed": True, "keys": [GUARD_PUBLIC]})
+        STATS["guarded sites"] += len(chosen)
         self.last = Step("change")
 
     @precondition(lambda self: len(self.sites) > 2)
@@ -490,7 +505,7 @@ class NightsMachine(RuleBasedStateMachine):
                       self.updated_means_moved, self.every_write_is_reported_once,
                       self.no_run_reads_another_dashboards_memory, self.every_deferral_is_true,
                       self.a_fix_reaches_every_site_allowed, self.a_run_that_applies_nothing_writes_nothing,
-                      self.a_changed_feed_setting_is_read_at_once):
+                      self.a_changed_feed_setting_is_read_at_once, self.no_site_whose_guard_answers_is_left_down):
             check()
 
     @invariant()
@@ -779,6 +794,15 @@ class NightsMachine(RuleBasedStateMachine):
             return
         self.violated("a run that applies nothing writes nothing",
                       [f"a security run with nothing to apply wrote {path}" for path in step.new_dirs])
+
+    @invariant()
+    def no_site_whose_guard_answers_is_left_down(self) -> None:
+        """A site whose guard answers is never left down by a plugin or theme update at a run's end (issue 45)."""
+        step = self.last
+        if step is None or step.summary is None or step.after is None or step.kind not in ("night", "security"):
+            return
+        self.violated("no site whose guard answers is left down",
+                      guarded_sites_left_down(step.after, step.summary, parse_policy(step.policy), [GUARD_PUBLIC]))
 
     @invariant()
     def a_changed_feed_setting_is_read_at_once(self) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ContainmentStatus, Outcome
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
 from guard.signing import private_key, public_key_text
+from tests.pipeline.conftest import memory_of
 from tests.pipeline.guard_invariant import guarded_sites_left_down
 from tests.pipeline.test_culprit_night import run_night, three_plugin_site
 
@@ -73,10 +73,10 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     assert after["sites"][str(other["id"])]["front_end"]["dead_at_load"]
     assert "the night cannot revive it: its guard does not answer" in dead.detail
 
-    holds = HoldStore(PipelineSettings(report_dir=tmp_path / "reports").state_path).active()
+    holds = HoldStore(memory_of()).active()
     held_here = [(hold.slug, hold.kind.value) for hold in holds if hold.site == site["url"]]
     assert held_here == [(bad, "culprit")]  # only the culprit: the innocent releases go on to other sites
-    incidents = {i.site_id: i for i in IncidentStore(PipelineSettings(report_dir=tmp_path / "reports").state_path)
+    incidents = {i.site_id: i for i in IncidentStore(memory_of())
                  .open_incidents(summary.dashboard)}
     assert site["id"] not in incidents and other["id"] in incidents  # the revived one closed that night
     alerts = {path.name for path in (tmp_path / "reports" / "alerts").glob("site-down-*.eml")}
