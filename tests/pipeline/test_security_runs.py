@@ -113,11 +113,38 @@ async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fai
     fixed = [item for item in summary.items if item.site_id == site["id"] and item.slug == target["slug"]]
     assert fixed and fixed[0].security.security is Security.fixes
     assert "broke" in str(ended.value), str(ended.value)
-    # issue 44: the fix is held now; the next security runs have nothing to apply and write nothing (every one of
-    # them planned the held fix again, and wrote a run directory and an operator report: 24 a day)
-    runs_before = sorted((tmp_path / "reports").iterdir())
-    assert await patch_vulnerabilities() == ""
-    assert sorted((tmp_path / "reports").iterdir()) == runs_before
     listed = CliRunner().invoke(app, ["runs"])
     [row] = [line for line in listed.output.splitlines() if line.startswith(summary.run_id)]
     assert row.split()[1:3] == ["S", "broke"], "fleet runs marks a security run"
+
+
+async def test_a_fix_held_after_it_broke_a_site_gives_the_security_runs_nothing_to_write(dashboard, monkeypatch,
+                                                                                          tmp_path):
+    """Issue 44: after a fix broke a site and was held, every hourly security run found the other site offered it,
+    ran the whole sentence to hold it again, and wrote a run directory and an operator report (24 a day)."""
+    board = dashboard(sites=6, seed=3)  # sites 1 and 5 are both offered UpdraftPlus 1.25.9
+    credentials = board.server.credentials
+    token = {"X-Emulator-Token": credentials["admin_token"]}
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    monkeypatch.setenv("FLEET_SMTP_HOST", "")
+    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    slug = "updraftplus/updraftplus.php"
+    LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
+        "slug": slug, "to_version": "1.25.8", "patched": ["1.25.9"]}).raise_for_status()
+    LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/faults/items", headers=token, json={
+        "site_id": 1, "type": "plugin", "slug": slug, "mode": "break"}).raise_for_status()
+    policy = tmp_path / "policy.yaml"  # site 1 first: its break stops the rest
+    policy.write_text(yaml.safe_dump({"rollout": {"cohorts": ["site:1", "rest"], "failure_budget": 0}}))
+    for _ in range(3):  # the first breaks site 1 (the fix held); the next apply the other sites' own fixes
+        try:
+            if not await patch_vulnerabilities(policy_file=str(policy)):
+                break
+        except SitesBrokenByRun:
+            pass
+    runs = sorted((tmp_path / "reports").iterdir())
+    assert await patch_vulnerabilities(policy_file=str(policy)) == ""  # offered to site 5, held: nothing to apply
+    assert sorted((tmp_path / "reports").iterdir()) == runs, "a run with nothing to apply writes nothing"
+    truth = truth_of(board, credentials)
+    assert installed(truth, 5, UpdateType.plugin, slug) == "1.25.4", "the held fix was sent nowhere"
+    assert any(u["slug"] == slug and u["new_version"] == "1.25.9" for u in truth["sites"]["5"]["pending_updates"])
