@@ -864,7 +864,10 @@ def night_environment(home: Path) -> dict[str, str]:
     return {"FLEET_STATE_DB": str(home / "state.sqlite"), "FLEET_REPORT_DIR": str(home / "reports"),
             "FLEET_JOB_POLL_SECONDS": "0.05", "FLEET_STALL_AFTER_SECONDS": "5", "FLEET_RETRY_INITIAL": "0.01",
             "FLEET_RETRY_CAP": "0.05", "FLEET_TIME_SCALE": "0.001", "FLEET_SMTP_HOST": "",
-            "FLEET_REPORT_TO": "ops@example.com"}
+            "FLEET_REPORT_TO": "ops@example.com",
+            # the feed read on every run, as an hourly security run reads it when due: a vulnerability published
+            # between two runs is in the next one's copy
+            "FLEET_VULN_REFRESH": "0"}
 
 
 def shared_plugin(truth: dict) -> tuple[str, list[int]]:
