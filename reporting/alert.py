@@ -283,6 +283,8 @@ async def deliver_alert(alert: Notice, settings: MailSettings, out_dir: Path, un
         sends.append((settings.notify_block, "FLEET_NOTIFY_BLOCK", alert.short))
     for name, variable, text in sends:
         try:
+            if not api_url():
+                raise SettingsError(NO_SERVER)
             await (await notification_block(name, variable)).anotify(text, alert.subject)
             outcomes.append(f"block {name}: sent")
         except SettingsError as error:  # the line says which variable names a block that is not there
@@ -292,6 +294,31 @@ async def deliver_alert(alert: Notice, settings: MailSettings, out_dir: Path, un
     for outcome in outcomes:
         log.warning("alert for run %s: %s", alert.run_name, outcome)
     return outcomes
+
+
+NO_SERVER = ("a block lives on a Prefect server and PREFECT_API_URL is not set (a temporary server holds no saved "
+             "block): set PREFECT_API_URL to the server it was saved on, as `fleet serve` needs")
+
+
+def api_url() -> str | None:
+    """The Prefect server's API (None: a run would start a temporary one)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value()
+
+
+async def check_alert_blocks(settings: MailSettings) -> None:
+    """Every notification block the settings name (FLEET_NOTIFY_BLOCK, FLEET_ALERT_BLOCKS) is saved on the Prefect
+    server, checked before the night so that its first alert does not find it missing: one line naming the
+    variable (`SettingsError`). Blocks live on a server: without PREFECT_API_URL a night would start a temporary
+    one (the cron line's only trace, 18 s later) that holds none of them, so that is said at once."""
+    named = [(name, "FLEET_ALERT_BLOCKS") for name in settings.alert_blocks]
+    if settings.notify_block:
+        named.insert(0, (settings.notify_block, "FLEET_NOTIFY_BLOCK"))
+    if named and not api_url():
+        raise SettingsError(f"{setting_source(named[0][1])} names the Prefect block {named[0][0]!r}: {NO_SERVER}")
+    for name, variable in named:
+        await notification_block(name, variable)
 
 
 async def notification_block(name: str, variable: str = "FLEET_NOTIFY_BLOCK") -> NotificationBlock:

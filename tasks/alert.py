@@ -131,7 +131,7 @@ async def send_to_operator(alert: Notice, report_dir: str | None, email_block: A
 
     from fleet.model.settings import PipelineSettings
     from reporting.alert import deliver_alert
-    from reporting.settings import MailSettings, notify_block_alone
+    from reporting.settings import MailSettings
 
     try:
         alerts = Path(report_dir or PipelineSettings().report_dir) / "alerts"
@@ -144,10 +144,5 @@ async def send_to_operator(alert: Notice, report_dir: str | None, email_block: A
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
         unusable = settings_problem(error) if isinstance(error, ValidationError) else str(error)
         log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", unusable)
-        settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env(),
-                                                notify_block=notify_block_alone())
+        settings = MailSettings.without_mail()
     return await deliver_alert(alert, settings, alerts, unusable)
-
-
-def _blocks_from_env() -> list[str]:
-    return [part.strip() for part in os.environ.get("FLEET_ALERT_BLOCKS", "").split(",") if part.strip()]

@@ -61,3 +61,48 @@ def test_bad_mail_settings_leave_the_notify_block_on(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("FLEET_SMTP_PORT", "not a port")
     settings = night_mail_settings("site-down alert")
     assert settings.notify_block == "slack-webhook/ops" and not settings.configured
+
+
+def test_a_block_not_saved_stops_fleet_nightly_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fleet nightly` (and `fleet update`) may alert, as `fleet serve` does: the blocks are checked first."""
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    monkeypatch.setenv("FLEET_BASE_URL", "http://127.0.0.1:9/wp-json")  # never reached: the block comes first
+    monkeypatch.setenv("FLEET_API_KEY", "secret==key")
+    monkeypatch.setenv("FLEET_ALERT_BLOCKS", "custom-webhook/nosuch")
+    for command in ("nightly", "update"):
+        result = CliRunner().invoke(app, [command])
+        assert result.exit_code == 2, result.output
+        [line] = [line for line in result.output.splitlines() if line.startswith(f"{command} run not started")]
+        assert line.startswith(f"{command} run not started: FLEET_ALERT_BLOCKS (environment): no saved Prefect "
+                               "block 'custom-webhook/nosuch'"), line
+
+
+def test_blocks_without_a_prefect_server_are_said_at_once_from_cron(tmp_path: Path) -> None:
+    """From cron without PREFECT_API_URL a block cannot be found (a temporary server has none): one line at once,
+    before a temporary server starts, and the operator's e-mail (here its file) says it too."""
+    import os
+
+    from tests.reporting.test_alert import fleet
+
+    prefect_home = tmp_path / "prefect-home"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(prefect_home), "FLEET_BASE_URL": "http://127.0.0.1:9/wp-json",
+            "FLEET_API_KEY": "secret==key", "FLEET_NOTIFY_BLOCK": "slack-webhook/ops",
+            "FLEET_REPORT_DIR": str(tmp_path / "reports")}
+    done = fleet(["nightly"], env, tmp_path, terminal=False, inherit=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    [line] = [line for line in output.splitlines() if line.startswith("nightly run not started")]
+    assert line == ("nightly run not started: FLEET_NOTIFY_BLOCK (environment) names the Prefect block "
+                    "'slack-webhook/ops': a block lives on a Prefect server and PREFECT_API_URL is not set (a "
+                    "temporary server holds no saved block): set PREFECT_API_URL to the server it was saved on, as "
+                    "`fleet serve` needs"), output
+    assert "block slack-webhook/ops: not sent: a block lives on a Prefect server" in output, output
+    [eml] = (tmp_path / "reports" / "alerts").glob("not-started-*.eml")
+    from email import message_from_bytes, policy
+
+    assert line in message_from_bytes(eml.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
+    assert not list(prefect_home.rglob("*.db")), "a temporary Prefect server was started"
