@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from prefect.blocks.notifications import NotificationBlock
 
 log = logging.getLogger(__name__)
+SLACK_WEBHOOK = re.compile(r"^https://hooks\.slack(-gov)?\.com/services/[A-Z0-9]+/[A-Z0-9]+/[A-Z0-9]+/?$", re.I)
 ERROR_LINES = 8
 SHORT_ERROR = 200  # characters of the error in the short text
 
@@ -285,7 +287,9 @@ async def deliver_alert(alert: Notice, settings: MailSettings, out_dir: Path, un
         try:
             if not api_url():
                 raise SettingsError(NO_SERVER)
-            await (await notification_block(name, variable)).anotify(text, alert.subject)
+            block = await notification_block(name, variable)
+            with block.raise_on_failure():  # Apprise's blocks otherwise fail without a word
+                await block.anotify(text, alert.subject)
             outcomes.append(f"block {name}: sent")
         except SettingsError as error:  # the line says which variable names a block that is not there
             outcomes.append(f"block {name}: not sent: {error}")
@@ -323,9 +327,10 @@ async def check_alert_blocks(settings: MailSettings) -> None:
 
 async def notification_block(name: str, variable: str = "FLEET_NOTIFY_BLOCK") -> NotificationBlock:
     """The saved Prefect notification block `block-type-slug/name`; one line naming `variable` (and its file)
-    when there is none by that name, or it cannot notify (`SettingsError`)."""
+    when there is none by that name, or it cannot notify (`SettingsError`): a Slack block whose address is not a
+    Slack incoming webhook sends nothing and raises nothing (Apprise knows no such address), so it is refused."""
     from prefect.blocks.core import Block
-    from prefect.blocks.notifications import NotificationBlock
+    from prefect.blocks.notifications import NotificationBlock, SlackWebhook
 
     try:
         block = await Block.aload(name)
@@ -335,4 +340,9 @@ async def notification_block(name: str, variable: str = "FLEET_NOTIFY_BLOCK") ->
     if not isinstance(block, NotificationBlock):
         raise SettingsError(f"{setting_source(variable)}: the block {name!r} is a {type(block).__name__}, not a "
                             "notification block")
+    if isinstance(block, SlackWebhook) and not SLACK_WEBHOOK.match(block.url.get_secret_value()):
+        raise SettingsError(f"{setting_source(variable)}: the block {name!r} is a Slack webhook whose address is not "
+                            "Slack's (https://hooks.slack.com/services/…): it would send nothing; for a chat of your "
+                            "own that takes Slack's JSON (Mattermost, Rocket.Chat) save a custom-webhook block with "
+                            "json_data {\"text\": \"{{body}}\"} (docs/operations.md)")
     return block

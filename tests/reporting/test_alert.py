@@ -57,7 +57,8 @@ def fleet(args: list[str], env: dict[str, str], cwd: Path, *, terminal: bool = T
     try:
         return subprocess.run([sys.executable, "-c", "from cli.app import app; app()", *args], cwd=cwd,
                               env={**(os.environ if inherit else {}), "PYTHONPATH": str(ROOT), **env},
-                              capture_output=True, text=True, stdin=writer if terminal else subprocess.DEVNULL, timeout=180)
+                              capture_output=True, text=True, stdin=writer if terminal else subprocess.DEVNULL,
+                              timeout=180)
     finally:
         for end in (reader, writer):
             if end is not None:

@@ -106,3 +106,26 @@ def test_blocks_without_a_prefect_server_are_said_at_once_from_cron(tmp_path: Pa
 
     assert line in message_from_bytes(eml.read_bytes(), policy=policy.default).get_body(("plain",)).get_content()
     assert not list(prefect_home.rglob("*.db")), "a temporary Prefect server was started"
+
+
+async def test_a_slack_block_pointed_at_an_address_not_slacks_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Apprise knows no Slack webhook but Slack's own address: a Slack block pointed at a chat of one's own sent
+    nothing and raised nothing. The check before the night refuses it, and an alert says so for that channel."""
+    from prefect.blocks.notifications import SlackWebhook
+
+    from dashboard.home import SettingsError
+    from reporting.alert import check_alert_blocks
+
+    await SlackWebhook(url="http://127.0.0.1:9/hooks/ops").save("self-hosted", overwrite=True)
+    monkeypatch.setenv("FLEET_NOTIFY_BLOCK", "slack-webhook/self-hosted")
+    with pytest.raises(SettingsError) as raised:
+        await check_alert_blocks(MailSettings())
+    said = str(raised.value)
+    assert said.startswith("FLEET_NOTIFY_BLOCK (environment): the block 'slack-webhook/self-hosted' is a Slack webhook "
+                           "whose address is not Slack's"), said
+    assert "custom-webhook" in said and "127.0.0.1" not in said  # the address may hold a token: never shown
+    outcomes = await deliver_alert(NOTICE, MailSettings(), tmp_path)
+    assert any(line.startswith("block slack-webhook/self-hosted: not sent: FLEET_NOTIFY_BLOCK (environment): the "
+                               "block 'slack-webhook/self-hosted' is a Slack webhook") for line in outcomes), outcomes
