@@ -33,6 +33,7 @@ TERM_COLORS = {
     "updated": "#1f9d55",
     "would_update": "#1f9d55",
     "failed": "#d64545",
+    "not_switched_on": "#b83232",
     "unknown": "#e8833a",
     "unchanged": "#d9a400",
     "held": "#6b7fd7",

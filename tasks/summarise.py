@@ -13,7 +13,7 @@ from fleet.model.vocabulary import count, operator_voice, planned_from, said_cou
 from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
-PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
+PROBLEM_OUTCOMES = (Outcome.failed, Outcome.not_switched_on, Outcome.unchanged, Outcome.unknown)
 TABLE_ROWS = 500  # an artifact is for a person; summary.json holds every row
 
 

@@ -46,6 +46,7 @@ class Outcome(StrEnum):
     skipped = "skipped"  # site offline, suspended, disconnected or child too old
     deferred = "deferred"  # outside the site's maintenance window or in a blackout: not touched tonight
     unknown = "unknown"  # no answer
+    not_switched_on = "not_switched_on"  # installed switched off (the way back), and switching it on failed: never ran
 
 
 NOT_ATTEMPTED = frozenset(
@@ -180,6 +181,8 @@ class Containment(BaseModel):
     rounds: int = Field(0, description="Deactivate/re-activate rounds the bisection probed.")
     detail: str = Field("", description="What was done, in words.")
     next_steps: str = Field("", description="What the operator should do now.")
+    never_ran: bool = Field(False, description="The culprit is a release installed switched off (the way back) "
+                            "that could not be switched on: it never ran on the site.")
 
     @property
     def headline(self) -> str:
@@ -316,6 +319,8 @@ class Incident(BaseModel):
     saw: str = ""
     culprit: Suspect | None = None
     suspects: list[Suspect] = Field(default_factory=list)
+    last_good: str | None = Field(None, description="The culprit's version that last worked on the site, before the "
+                                  "incident's first break: what to restore (never a version a break since held).")
     done: str = Field("", description="What the nights did about it, in words.")
     next_steps: str = ""
     dashboard_page: str | None = None

@@ -243,7 +243,8 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     alone never hold)."""
     found: dict[VersionKey, NightHold] = {}
     for alarm in summary.broken:
-        applied = [s for s in alarm.suspects if s.to_version and s.outcome is Outcome.updated]
+        applied = [s for s in alarm.suspects if s.to_version and s.outcome in (Outcome.updated,
+                                                                               Outcome.not_switched_on)]
         culprit = alarm.containment.culprit if alarm.containment is not None else None
         for suspect in applied:
             is_culprit = len(applied) == 1 or (culprit is not None and (culprit.type, culprit.slug)
