@@ -74,6 +74,11 @@ def said(duration: timedelta) -> str:
     return f"{seconds:g} s"
 
 
+# the flow run's page, in the one form every message uses; nothing (never "None") when the event names no flow run
+# or the server knows no UI address
+RUN_LINK = "{% set link = flow_run|ui_url if flow_run else '' %}{% if link %} {{ link }}{% endif %}"
+
+
 def notify(block_id: UUID | None, subject: str, body: str) -> list[ActionTypes]:
     """Send to FLEET_NOTIFY_BLOCK; without one, the automation still fires (seen in the Prefect UI's event feed)."""
     if block_id is None:
@@ -97,7 +102,7 @@ def night_not_finished(settings: AutomationSettings, block_id: UUID | None) -> A
             block_id, f"fleet-maintenance: night {{{{ flow_run.name }}}} not finished {within} after its time",
             f"fleet-maintenance: the nightly run {{{{ flow_run.name }}}} has not finished {within} after its "
             "scheduled time ({{ flow_run.expected_start_time }}); it is {{ flow_run.state.name }}. A hung night, "
-            "or no fleet serve to run it. {{ flow_run|ui_url }}"))
+            "or no fleet serve to run it." + RUN_LINK))
 
 
 def reports_not_delivered(block_id: UUID | None) -> AutomationCore:
@@ -110,7 +115,7 @@ def reports_not_delivered(block_id: UUID | None) -> AutomationCore:
             block_id, "fleet-maintenance: reports of run {{ event.payload.run_id }} not delivered",
             "fleet-maintenance: reports of run {{ event.payload.run_id }} (dashboard "
             "{{ event.resource['prefect.resource.name'] }}) not delivered: "
-            "{{ event.payload.problems | join('; ') }} {{ flow_run|ui_url }}"))
+            "{{ event.payload.problems | join('; ') }}" + RUN_LINK))
 
 
 def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str | None = None) -> AutomationCore:
@@ -124,8 +129,7 @@ def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str
             "(run {{ event.payload.run_id }}). {% if deployment %}The deployment {{ deployment.name }} is paused: "
             "no run of it starts until it is resumed.{% else %}No deployment ran it: nothing was paused.{% endif %} "
             "To resume once the cause is found: restart fleet serve (it switches its deployments on again), or "
-            f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}. "
-            "{{ flow_run|ui_url }}")
+            f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}." + RUN_LINK)
     return AutomationCore(
         name=KILL_SWITCH, tags=TAGS,
         description=f"More than {more_than} site(s) broke within {within} (FLEET_KILL_SWITCH_SITES, "

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from reporting.alert import SiteDownNotice, deliver_alert
+from reporting.alert import BreakNotice, deliver_alert
 from reporting.settings import MailSettings
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-NOTICE = SiteDownNotice(run_name="run-1", dashboard="dash.example.com", site_id=3, site="Shop (https://shop)",
-                        step="plugin", what_happened="the child does not answer", next_steps="restart PHP",
-                        dashboard_page="https://dash/page/3", run_url="http://prefect/runs/flow-run/1")
+NOTICE = BreakNotice(run_name="run-1", dashboard="dash.example.com", site_id=3, site="Shop (https://shop)",
+                     step="plugin", release="Forms 1.3 → 1.4", did="could switch nothing off", saw="no answer",
+                     next_steps="restart PHP", down=True, dashboard_page="https://dash/page/3",
+                     run_url="http://prefect/runs/flow-run/1")
 
 
 async def test_a_notify_block_not_saved_is_one_line_naming_it_and_the_mail_still_goes(

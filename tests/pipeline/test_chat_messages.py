@@ -1,0 +1,115 @@
+"""One break, one message, whole: a night that breaks two sites (one contained, one whose MainWP Child died) sends
+the chat one message per break, each naming the site, the release, what the night did, what to do and the run's
+link, and the failed night adds none. The chat is a local HTTP server that takes Slack's JSON (`{"text": ...}`,
+refused without it, as Slack and the chats that speak its dialect do), reached through a custom-webhook block, the
+block type that reaches a chat of one's own. Texts too long for a channel are cut at a word, with the link."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reporting.alert import NotStartedNotice, channel_limit, fit
+from tests.pipeline.test_lab_sequences import Lab, sites_sharing_a_plugin
+
+
+class SlackShaped(ThreadingHTTPServer):
+    """Takes what a Slack incoming webhook takes: a JSON object with a non-empty `text` (400 `no_text` otherwise)."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), SlackHook)
+        self.texts: list[str] = []
+
+
+class SlackHook(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        text = body.get("text") if isinstance(body, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            self.send_response(400)
+            self.end_headers()
+            self.wfile.write(b"no_text")
+            return
+        self.server.texts.append(text)  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def chat() -> Iterator[SlackShaped]:
+    server = SlackShaped()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+
+
+@given(st.lists(st.text(alphabet="abcdefghij:./-", min_size=1, max_size=30), min_size=1, max_size=80),
+       st.sampled_from([130, 300, 1024]))
+def test_a_text_too_long_is_cut_at_a_word_and_keeps_the_link(words: list[str], limit: int) -> None:
+    line = " ".join(words)
+    link = "http://prefect.example:4200/runs/flow-run/0199"
+    said = fit(line, limit, link)
+    assert len(said) <= limit and said.endswith(link)
+    if said != f"{line} {link}":
+        kept = said.removesuffix(f" … the rest: {link}").split(" ") if " … the rest: " in said else []
+        assert kept == words[:len(kept)] or kept == [""] or not kept, (said, line)  # whole words, in order
+
+
+def test_the_cron_alert_names_the_dashboard_whole_on_a_pager() -> None:
+    notice = NotStartedNotice(command="fleet nightly", flow="nightly-maintenance", dashboard="127.0.0.1:18181",
+                              error="nightly run not started: cannot reach the dashboard at 127.0.0.1:18181 "
+                                    "(FLEET_BASE_URL in /srv/fleet/.env): ConnectError: All connection attempts failed",
+                              at=datetime(2026, 11, 27, 2, 0, tzinfo=UTC))
+    for block in ("opsgenie-webhook/ops", "pager-duty-webhook/oncall", "custom-webhook/chat"):
+        said = fit(notice.line, channel_limit(block), notice.link)
+        assert len(said) <= channel_limit(block)
+        assert all(part in notice.line.split(" ") for part in said.removesuffix(" …").split(" ")), said
+        assert "127.0.0.1:181 " not in said + " " and not said.endswith("127.0.0.1:181")
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_one_break_is_one_whole_message_and_the_failed_night_repeats_none(dashboard, chat: SlackShaped,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    CustomWebhookNotificationBlock(name="chat", url=f"http://127.0.0.1:{chat.server_port}/hooks/ops",
+                                   json_data={"text": "{{body}}"}).save("chat", overwrite=True)
+    monkeypatch.setenv("FLEET_NOTIFY_BLOCK", "custom-webhook/chat")
+    lab = Lab(emulator := dashboard(sites=12, seed=4), tmp_path / "reports")
+    slug, (broken, dead) = sites_sharing_a_plugin(emulator.truth())
+    before = {site["id"]: lab.plugin(site, slug)["version"] for site in (broken, dead)}
+    lab.offer(broken, slug, "99.3.0", fault="break")  # a front-end fatal: contained
+    lab.offer(dead, slug, "99.3.0", fault="load")  # fatal at load: its child dies with it
+
+    code, night, _ = lab.night(broken["id"], dead["id"])
+
+    assert code == 7 and {alarm.site_id for alarm in night.broken} == {broken["id"], dead["id"]}
+    assert len(chat.texts) == 2, chat.texts  # one per break; the failed night's message adds none
+    assert not any("ended Failed" in text for text in chat.texts)
+    for site in (broken, dead):
+        [text] = [text for text in chat.texts if site["url"] in text]
+        assert f"{before[site['id']]} → 99.3.0" in text, text  # the release
+        assert "The night " in text and "To do: " in text and "restore version" in text, text
+        assert re.search(r" https?://\S+/runs/flow-run/[0-9a-f-]{36}$", text), text  # the run's link, last
+        assert "None" not in text and "…" not in text, text  # whole
+    [contained] = [text for text in chat.texts if broken["url"] in text]
+    assert "deactivated" in contained and "passes its check again" in contained
+    [down] = [text for text in chat.texts if dead["url"] in text]
+    assert "is down, unreachable by the dashboard" in down and "wp-content/plugins/" in down
+    alerts = tmp_path / "reports" / "alerts"
+    assert len(list(alerts.glob(f"break-{night.run_id}-*.eml"))) == 2 and not list(alerts.glob("alert-*.eml"))
