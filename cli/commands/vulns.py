@@ -49,8 +49,17 @@ def _fate(outcome: OutcomeType, summary: ReportSummary) -> str:
 
 
 def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
-    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike."""
+    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike; each
+    says how long its advisory has been public (or how soon after it the fix was installed)."""
+    from fleet.model.summary import Outcome
     from fleet.model.vulnerability import Security
+    from reporting.security import public_hours, span
+
+    def public(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability], installed: bool = False) -> str:
+        hours = public_hours(vulnerabilities, summary.finished_at)
+        if hours is None:
+            return ""
+        return f" ({span(hours)} after its advisory)" if installed else f" (public for {span(hours)})"
 
     rows = []
     for item in summary.items:
@@ -60,13 +69,16 @@ def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
         site = f"{item.site_name} ({item.site_url})"
         name = f"{item.type.value} {item.name or item.slug}"
         if security.security is Security.fixes:
-            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {_fate(item.outcome, summary)}",
-                         _labels(security.fixes)))
+            installed = item.outcome is Outcome.updated and not summary.dry_run
+            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {_fate(item.outcome, summary)}"
+                         + public(security.fixes, installed), _labels(security.fixes)))
         if security.open:
-            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered", _labels(security.open)))
+            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered" + public(security.open),
+                         _labels(security.open)))
     for exposed in summary.exposure:
         rows.append((f"{exposed.site_name} ({exposed.site_url})", f"{exposed.type} {exposed.name or exposed.slug}",
-                     f"{exposed.version}: no fix offered", _labels(exposed.vulnerabilities)))
+                     f"{exposed.version}: no fix offered" + public(exposed.vulnerabilities),
+                     _labels(exposed.vulnerabilities)))
     return rows
 
 

@@ -70,7 +70,8 @@ def test_a_night_that_would_send_over_smtp_without_a_sender_stops_before_any_req
     before = sum(emulator.truth()["request_counts"].values())
     result = CliRunner().invoke(app, ["nightly", "--report-dir", str(tmp_path)])
     assert result.exit_code == 2, result.output
-    assert "FLEET_MAIL_FROM (not set): mail sent over SMTP (FLEET_SMTP_HOST) needs a sender" in result.output
+    assert "FLEET_MAIL_FROM (not set: not in the environment" in result.output
+    assert "): mail sent over SMTP (FLEET_SMTP_HOST) needs a sender" in " ".join(result.output.split())
     assert sum(emulator.truth()["request_counts"].values()) == before  # not even the fleet was listed
     assert not list(tmp_path.rglob("summary.json"))
 
