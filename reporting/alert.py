@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from dashboard.home import SettingsError, setting_source
 from fleet.model.summary import Containment, ContainmentStatus
+from fleet.model.vocabulary import count
+from fleet.model.vulnerability import SecurityNews
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.settings import MailSettings
 
@@ -381,7 +383,72 @@ class NotStartedNotice:
         return f"not-started-{self.at:%Y%m%dT%H%M%S}"
 
 
-Notice = Alert | ApprovalNotice | BreakNotice | StillDownNotice | NotStartedNotice
+@dataclass(frozen=True)
+class SecurityNotice:
+    """A vulnerability at or above the policy's threshold the operator hears of once: new tonight with no fix yet, or
+    its fix first offered tonight and not installed (the site stays vulnerable)."""
+
+    run_name: str
+    dashboard: str
+    news: SecurityNews
+    run_url: str | None = None
+
+    @property
+    def what(self) -> str:
+        news = self.news
+        item = f"{news.name or news.slug} ({news.type})"
+        if news.kind == "no_fix":
+            return f"a known vulnerability with no fix yet, {news.vulnerability.label}, in {item} {news.release}"
+        return f"a security fix not installed, {item} {news.release} (fixes {news.vulnerability.label})"
+
+    @property
+    def next_steps(self) -> str:
+        if self.news.kind == "no_fix":
+            return ("the nights install its fix the night one is offered; until then consider deactivating or "
+                    "replacing it where the site can do without it")
+        return "see why on each site; release a hold or fix the site so that the next night installs it"
+
+    @property
+    def subject(self) -> str:
+        return f"fleet-maintenance: {self.what} on {count(len(self.news.sites), 'site')} (run {self.run_name})"
+
+    @property
+    def line(self) -> str:
+        shown = "; ".join(self.news.sites[:5]) + (f" and {len(self.news.sites) - 5} more" if len(self.news.sites) > 5
+                                                 else "")
+        return (f"fleet-maintenance: {self.what}, on {count(len(self.news.sites), 'site')} (dashboard "
+                f"{self.dashboard}): {shown}. To do: {self.next_steps}")
+
+    @property
+    def link(self) -> str | None:
+        return self.run_url
+
+    @property
+    def short(self) -> str:
+        return short_text(self.line, self.link)
+
+    @property
+    def body(self) -> str:
+        title = self.news.vulnerability.title
+        run = [f"The run in Prefect: {self.run_url}"] if self.run_url else []
+        return "\n".join([
+            f"Run {self.run_name} found {self.what}" + (f": {title}" if title else "") + ".",
+            f"Published: {self.news.vulnerability.published or 'unknown'}",
+            f"Dashboard: {self.dashboard}",
+            *run,
+            "",
+            f"On {count(len(self.news.sites), 'site')}:",
+            *(f"  {site}" for site in self.news.sites),
+            "",
+            f"What to do now: {self.next_steps}. You hear of it once; the reports list it every night.",
+        ])
+
+    @property
+    def file_stem(self) -> str:
+        return f"security-{self.run_name}-{self.news.kind}-{re.sub(r'[^A-Za-z0-9.-]', '-', self.news.vulnerability.id)}"
+
+
+Notice = Alert | ApprovalNotice | BreakNotice | StillDownNotice | NotStartedNotice | SecurityNotice
 
 
 def alert_email(alert: Notice, settings: MailSettings) -> Outgoing:

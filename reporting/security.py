@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from fleet.model.summary import Outcome, Summary
-from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice
+from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice, with_reason
 from fleet.model.vulnerability import Exposure, Security, Vulnerability, published_at
 from reporting.rows import ItemRow
 
@@ -115,8 +115,7 @@ def _fate(item: ItemRow, dry_run: bool) -> str:
     """What became of a fix, in the operator's word for its outcome: every hold is a hold, a skip a skip."""
     if item.outcome is Outcome.updated:
         return "would be installed" if dry_run else "installed"
-    word = operator_voice().term(item.outcome).word
-    return f"{word}: {item.reason}" if item.reason else word
+    return with_reason(operator_voice().term(item.outcome).word, item.reason)
 
 
 def security_section(summary: Summary, items: list[ItemRow], exposure: list[Exposure], *,

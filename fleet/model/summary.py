@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dashboard.models import UpdateType
-from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity
+from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity, SecurityNews
 
 SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
@@ -498,6 +498,9 @@ class Summary(BaseModel):
                                      "and no update pending: vulnerable, no fix offered.")
     unchecked_sites: list[int] = Field(default_factory=list, description="Selected sites whose installed items "
                                        "could not be matched (never read as clean).")
+    security_news: list[SecurityNews] = Field(
+        default_factory=list, description="What the operator is told of once tonight: a new vulnerability with no fix "
+        "and a fix first offered and not installed, at or above the policy's threshold (alerted with the summary).")
     exposure_stats: ExposureStats | None = Field(None, description="Exposure across nights on this dashboard: "
                                                  "open now, and the time from a fix offered to patched.")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "

@@ -182,6 +182,14 @@ def said_counts(summary: Summary) -> dict[Outcome, int]:
     return counts
 
 
+def with_reason(word: str, reason: str | None) -> str:
+    """`held: the agency checks it first`: an outcome's word and its reason, the word said once (a hold's reason
+    already starts "held: ")."""
+    if not reason:
+        return word
+    return reason if reason.lower().startswith(f"{word}:") else f"{word}: {reason}"
+
+
 def moment(value: datetime) -> str:
     return value.strftime(MOMENT)
 

@@ -73,6 +73,23 @@ class ExposureStore:
                     waited[(site, type_, slug)] = max(hours, waited.get((site, type_, slug), 0.0))
         return waited
 
+    def new_tonight(self, dashboard: str, now: datetime) -> tuple[set[Key], set[Key]]:
+        """What tonight's look (`record` at `now`) saw for the first time: (vulnerabilities first seen with no fix
+        offered, fixes first offered and not installed). Nothing on the dashboard's first night with the feed:
+        everything is new then, and the report lists it."""
+        stamp = now.isoformat()
+        known = self._db.execute("SELECT 1 FROM vuln_exposure WHERE dashboard = ? AND first_seen < ? LIMIT 1",
+                                 (dashboard, stamp)).fetchone()
+        if known is None:
+            return set(), set()
+        rows = self._db.execute(
+            "SELECT site_id, type, slug, vuln_id, first_seen, fix_offered, patched FROM vuln_exposure WHERE "
+            "dashboard = ? AND patched IS NULL AND (first_seen = ? OR fix_offered = ?)",
+            (dashboard, stamp, stamp)).fetchall()
+        no_fix = {tuple(row[:4]) for row in rows if row[4] == stamp and row[5] is None}
+        not_installed = {tuple(row[:4]) for row in rows if row[5] == stamp}
+        return no_fix, not_installed  # type: ignore[return-value]
+
     def stats(self, dashboard: str, now: datetime | None = None) -> ExposureStats:
         """The measures at `now` (the night's end): open, the open ones' age without a fix, and each patched one's
         time from the advisory's publication, from the fix's (first offered to any site here) and from the fix

@@ -113,3 +113,53 @@ def test_one_break_is_one_whole_message_and_the_failed_night_repeats_none(dashbo
     assert "is down, unreachable by the dashboard" in down and "wp-content/plugins/" in down
     alerts = tmp_path / "reports" / "alerts"
     assert len(list(alerts.glob(f"break-{night.run_id}-*.eml"))) == 2 and not list(alerts.glob("alert-*.eml"))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_new_vulnerability_without_a_fix_and_a_fix_held_are_each_told_once(dashboard, chat: SlackShaped,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
+    """The first night with the feed is the baseline (its findings are in the report, not paged); a vulnerability
+    published after it with no fix, and a fix offered that the policy holds, are told once each, through the chat
+    block and by e-mail (here its file), and not again the next night."""
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    CustomWebhookNotificationBlock(name="chat", url=f"http://127.0.0.1:{chat.server_port}/hooks/ops",
+                                   json_data={"text": "{{body}}"}).save("chat", overwrite=True)
+    emulator = dashboard(sites=12, seed=4)
+    credentials = emulator.server.credentials
+    for name, value in {"FLEET_NOTIFY_BLOCK": "custom-webhook/chat", "FLEET_VULN_REFRESH": "0",
+                        "FLEET_VULN_FEED": credentials["vulnerability_feed"],
+                        "FLEET_VULN_FEED_KEY": credentials["admin_token"]}.items():
+        monkeypatch.setenv(name, value)
+    lab = Lab(emulator, tmp_path / "reports")
+    slug, (site, _) = sites_sharing_a_plugin(emulator.truth())
+    other = next(name for name, plugin in lab.site(site)["plugins"].items() if name != slug and plugin["active"])
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f'holds:\n  - item: "plugin:{other}"\n    reason: "the agency checks it first"\n')
+    monkeypatch.setenv("FLEET_POLICY_FILE", str(policy))
+
+    lab.night(site["id"])  # the baseline: nothing paged
+    assert chat.texts == []
+    version = lab.plugin(site, slug)["version"]
+    emulator.post("vulnerabilities/publish", {"type": "plugin", "slug": slug, "to_version": version, "patched": []})
+    held = lab.plugin(site, other)["version"]
+    lab.offer(site, other, "99.1.0")
+    emulator.post("vulnerabilities/publish", {"type": "plugin", "slug": other, "to_version": held,
+                                              "patched": ["99.1.0"]})
+
+    _, night, _ = lab.night(site["id"])
+
+    [no_fix] = [news for news in night.security_news if news.kind == "no_fix"]
+    [not_installed] = [news for news in night.security_news if news.kind == "not_installed"]
+    assert len(chat.texts) == 2, chat.texts
+    [said_no_fix] = [text for text in chat.texts if "with no fix yet" in text]
+    assert no_fix.vulnerability.label in said_no_fix and site["url"] in said_no_fix and version in said_no_fix
+    [said_held] = [text for text in chat.texts if "security fix not installed" in text]
+    assert f"{held} → 99.1.0" in said_held and not_installed.vulnerability.label in said_held
+    assert "held: the agency checks it first" in said_held and "held: held" not in said_held  # the word said once
+    assert re.search(r"/runs/flow-run/[0-9a-f-]{36}$", said_held)
+    assert len(list((tmp_path / "reports" / "alerts").glob(f"security-{night.run_id}-*.eml"))) == 2
+
+    _, again, _ = lab.night(site["id"])  # still no fix, still held: told once
+    assert again.security_news == [] and len(chat.texts) == 2
