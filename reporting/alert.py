@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from dashboard.home import SettingsError, setting_source
 from fleet.model.summary import Containment, ContainmentStatus
-from fleet.model.vocabulary import count
+from fleet.model.vocabulary import AWAITING_APPROVAL, count
 from fleet.model.vulnerability import SecurityNews
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.settings import MailSettings
@@ -144,8 +144,8 @@ class ApprovalNotice:
 
     @property
     def subject(self) -> str:
-        return (f"fleet-maintenance: {len(self.items)} update(s) wait for your approval "
-                f"(dashboard {self.dashboard}, run {self.run_name})")
+        return (f"fleet-maintenance: {count(len(self.items), 'update')} {AWAITING_APPROVAL.word} (dashboard "
+                f"{self.dashboard}, run {self.run_name})")
 
     @property
     def body(self) -> str:
@@ -165,8 +165,8 @@ class ApprovalNotice:
 
     @property
     def line(self) -> str:
-        return (f"fleet-maintenance: {len(self.items)} update(s) wait for your approval until {self.until} "
-                f"(dashboard {self.dashboard}, run {self.run_name})")
+        return (f"fleet-maintenance: {count(len(self.items), 'update')} {AWAITING_APPROVAL.word} until {self.until}: "
+                f"waiting for your approval (dashboard {self.dashboard}, run {self.run_name})")
 
     @property
     def link(self) -> str | None:
@@ -297,8 +297,8 @@ class StillDownNotice:
 
     @property
     def line(self) -> str:
-        return (f"fleet-maintenance: {self.site} is still down, {self.age_days} day(s) after run {self.opened_by} "
-                f"(incident {self.incident_id}, dashboard {self.dashboard}). To do: {self.next_steps}")
+        return (f"fleet-maintenance: {self.site} is still down, {count(self.age_days, 'day')} after run "
+                f"{self.opened_by} (incident {self.incident_id}, dashboard {self.dashboard}). To do: {self.next_steps}")
 
     @property
     def link(self) -> str | None:
@@ -310,15 +310,15 @@ class StillDownNotice:
 
     @property
     def subject(self) -> str:
-        return (f"fleet-maintenance: {self.site} is still down, {self.age_days} day(s) after run {self.opened_by} "
-                f"(incident {self.incident_id})")
+        return (f"fleet-maintenance: {self.site} is still down, {count(self.age_days, 'day')} after run "
+                f"{self.opened_by} (incident {self.incident_id})")
 
     @property
     def body(self) -> str:
         page = [f"Its page on the dashboard: {self.dashboard_page}"] if self.dashboard_page else []
         return "\n".join([
-            f"{self.site} has been down since run {self.opened_by} ({self.age_days} day(s)); run {self.run_name} "
-            f"found it still down: {self.saw}.",
+            f"{self.site} has been down since run {self.opened_by} ({count(self.age_days, 'day')}); run "
+            f"{self.run_name} found it still down: {self.saw}.",
             f"Dashboard: {self.dashboard}",
             *page,
             f"What the nights did: {self.done}",

@@ -163,3 +163,27 @@ def test_a_new_vulnerability_without_a_fix_and_a_fix_held_are_each_told_once(das
 
     _, again, _ = lab.night(site["id"])  # still no fix, still held: told once
     assert again.security_news == [] and len(chat.texts) == 2
+
+
+def test_every_chat_message_says_its_counts_in_the_vocabularys_words() -> None:
+    """One word per count reaches the chat too: a count is said with its unit for one or many (the vocabulary's
+    `count`), never "site(s)"; the approval gate's updates in the plan's word, "awaiting approval"."""
+    from fleet.model.vocabulary import AWAITING_APPROVAL, count
+    from fleet.model.vulnerability import SecurityNews, Vulnerability
+    from reporting.alert import ApprovalNotice, SecurityNotice, StillDownNotice
+
+    for n in (1, 2):
+        approval = ApprovalNotice(flow="nightly-maintenance", run_name="brave-fox", run_id="1",
+                                  dashboard="dash.example.com", items=("Shop: Forms 1.0 -> 1.1 (approval)",) * n,
+                                  until="2026-11-27T03:00:00+00:00")
+        down = StillDownNotice(run_name="r2", dashboard="dash.example.com", incident_id=3, site="Shop (https://shop)",
+                               opened_by="r1", age_days=n, saw="HTTP 500", done="r1: broke", next_steps="restore it")
+        news = SecurityNotice(run_name="r2", dashboard="dash.example.com", news=SecurityNews(
+            kind="no_fix", vulnerability=Vulnerability(id="w1", cve="CVE-2026-1", cvss_score=9.8,
+                                                       cvss_rating="Critical"),
+            type="plugin", slug="forms", name="Forms", release="1.0", sites=[f"Site {i}" for i in range(n)]))
+        for notice in (approval, down, news):
+            for text in (notice.subject, notice.line, notice.body):
+                assert "(s)" not in text, text
+        assert f"{count(n, 'update')} {AWAITING_APPROVAL.word}" in approval.line
+        assert f"{count(n, 'day')} after run r1" in down.line and f"on {count(n, 'site')}" in news.line
