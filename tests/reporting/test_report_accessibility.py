@@ -89,7 +89,7 @@ def test_long_lists_are_whole_in_the_html_and_folded(reports: list[Path]) -> Non
     operator = reports[0].read_text()
     exposed = operator.count("Wordfence Security</span> (plugin)")
     assert exposed == 30, "every installed item with no fix is listed"
-    assert "<details" in operator and "more (the HTML report lists every one)" not in operator
+    assert "<details" in operator and "more (all are in summary.json)" not in operator
 
 
 def test_a_zero_is_never_green_and_the_first_screen_says_tonight(reports: list[Path], browser) -> None:
@@ -109,3 +109,13 @@ def test_a_zero_is_never_green_and_the_first_screen_says_tonight(reports: list[P
         if security is not None:
             assert security.bounding_box()["y"] > lead.bounding_box()["y"], "the feed's paragraph comes first"
     page.close()
+
+
+def test_a_list_of_thousands_stays_an_email(tmp_path: Path) -> None:
+    """Past 500 rows the HTML says how many more summary.json holds, and the text report counts them all."""
+    night = write_nights(tmp_path, nights=1, xss_probe=False)[-1]
+    write_security(Summary.read(night), night, exposed=530)
+    rendered = render_reports(night)
+    html = rendered.path(rendered.operator, ".html").read_text()
+    assert html.count("Wordfence Security</span> (plugin)") == 500 and "… and 30 more (all are in summary.json)" in html
+    assert "... and 510 more (the HTML report lists them)" in rendered.path(rendered.operator, ".txt").read_text()
