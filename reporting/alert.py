@@ -78,8 +78,20 @@ def short_text(line: str, link: str | None) -> str:
     return fit(line, SHORT_LIMIT, link)
 
 
+class ShortText:
+    """A notice's one short text for a chat or a pager: its `line`, then its `link`, at the default length (each
+    channel's own: `fit` with `channel_limit`)."""
+
+    line: str
+    link: str | None
+
+    @property
+    def short(self) -> str:
+        return short_text(self.line, self.link)
+
+
 @dataclass(frozen=True)
-class Alert:
+class Alert(ShortText):
     flow: str
     run_name: str
     run_id: str
@@ -121,9 +133,6 @@ class Alert:
     def link(self) -> str | None:
         return self.ui_url
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def file_stem(self) -> str:
@@ -131,7 +140,7 @@ class Alert:
 
 
 @dataclass(frozen=True)
-class ApprovalNotice:
+class ApprovalNotice(ShortText):
     """A night paused at its approval gate: what waits for a person, until when, and where to answer."""
 
     flow: str
@@ -172,9 +181,6 @@ class ApprovalNotice:
     def link(self) -> str | None:
         return self.ui_url
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def file_stem(self) -> str:
@@ -182,7 +188,7 @@ class ApprovalNotice:
 
 
 @dataclass(frozen=True)
-class BreakNotice:
+class BreakNotice(ShortText):
     """One site a night broke, sent the moment the night knows what it did about it: the site, the release, what the
     night did, what to do, and the run's link. The night's failed message does not say it again."""
 
@@ -224,9 +230,6 @@ class BreakNotice:
     def link(self) -> str | None:
         return self.run_url or self.dashboard_page
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def body(self) -> str:
@@ -280,7 +283,7 @@ def night_did(containment: Containment) -> str:
 
 
 @dataclass(frozen=True)
-class StillDownNotice:
+class StillDownNotice(ShortText):
     """A site a night broke is still down on a later night: the operator hears of it again, at most once a day."""
 
     run_name: str  # tonight's run id
@@ -304,9 +307,6 @@ class StillDownNotice:
     def link(self) -> str | None:
         return self.run_url or self.dashboard_page
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def subject(self) -> str:
@@ -336,7 +336,7 @@ class StillDownNotice:
 
 
 @dataclass(frozen=True)
-class NotStartedNotice:
+class NotStartedNotice(ShortText):
     """A night started without a terminal (cron, a systemd timer) that stopped before its flow run existed: nobody
     reads its one line, so it reaches the operator as a failed scheduled night does."""
 
@@ -374,9 +374,6 @@ class NotStartedNotice:
     def link(self) -> str | None:
         return None
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def file_stem(self) -> str:
@@ -384,7 +381,7 @@ class NotStartedNotice:
 
 
 @dataclass(frozen=True)
-class SecurityNotice:
+class SecurityNotice(ShortText):
     """A vulnerability at or above the policy's threshold the operator hears of once: new tonight with no fix yet, or
     its fix first offered tonight and not installed (the site stays vulnerable)."""
 
@@ -423,9 +420,6 @@ class SecurityNotice:
     def link(self) -> str | None:
         return self.run_url
 
-    @property
-    def short(self) -> str:
-        return short_text(self.line, self.link)
 
     @property
     def body(self) -> str:
