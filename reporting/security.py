@@ -186,7 +186,7 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
         measures=f"Across nights: {summary.exposure_stats.sentence}." if summary.exposure_stats and not is_client
         else "",
         plain=plain_sentences(len(fixed), since_advisory, len(not_installed), len(still), summary.dry_run)
-        if is_client else [],
+        if is_client and feed is not None and feed.fetched_at else [],  # not checked: the feed's line says it
         left_out={name: len(rows) - HTML_ROWS for name, rows in (("not_installed", not_installed), ("fixed", fixed),
                                                                  ("open", still)) if len(rows) > HTML_ROWS})
 
