@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from dashboard.home import SettingsError
 from fleet.model.events import REPORTS_NOT_DELIVERED, SITE_BROKEN
+from fleet.model.vocabulary import count
 from reporting.alert import notification_block
 from reporting.settings import NotifySettings
 
@@ -124,7 +125,8 @@ def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str
     `ui_url`: the Prefect UI, for the deployment's page in the notification."""
     more_than, within = settings.kill_switch_sites, said(settings.window)
     page = f" ({ui_url.rstrip('/')}/deployments/deployment/{{{{ deployment.id }}}})" if ui_url else ""
-    body = (f"fleet-maintenance kill switch: more than {more_than} site(s) broke within {within}, the last "
+    sites = count(more_than, "site")
+    body = (f"fleet-maintenance kill switch: more than {sites} broke within {within}, the last "
             "{{ event.resource['prefect.resource.name'] }} on {{ event.resource['fleet.dashboard'] }} "
             "(run {{ event.payload.run_id }}). {% if deployment %}The deployment {{ deployment.name }} is paused: "
             "no run of it starts until it is resumed.{% else %}No deployment ran it: nothing was paused.{% endif %} "
@@ -132,11 +134,11 @@ def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str
             f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}." + RUN_LINK)
     return AutomationCore(
         name=KILL_SWITCH, tags=TAGS,
-        description=f"More than {more_than} site(s) broke within {within} (FLEET_KILL_SWITCH_SITES, "
+        description=f"More than {sites} broke within {within} (FLEET_KILL_SWITCH_SITES, "
                     "FLEET_KILL_SWITCH_MINUTES): pause the deployment that broke them.",
         trigger=EventTrigger(expect={SITE_BROKEN}, match={"prefect.resource.id": "fleet.site.*"},
                              threshold=more_than + 1, within=settings.window),
-        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {more_than} site(s) broke within "
+        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {sites} broke within "
                                    f"{within}", body),
                  PauseDeployment(source="inferred")])
 
