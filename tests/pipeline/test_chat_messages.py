@@ -187,3 +187,25 @@ def test_every_chat_message_says_its_counts_in_the_vocabularys_words() -> None:
                 assert "(s)" not in text, text
         assert f"{count(n, 'update')} {AWAITING_APPROVAL.word}" in approval.line
         assert f"{count(n, 'day')} after run r1" in down.line and f"on {count(n, 'site')}" in news.line
+
+
+def test_the_failed_nights_message_names_only_the_breaks_not_told_when_found(tmp_path: Path) -> None:
+    """A break a probe after an update step found was told then (it has a containment); one only the check after
+    the night found was not: the failed night's message names that one alone, and nothing when none is left."""
+    from fleet.model.summary import Containment, ContainmentStatus, SiteAlarm, Summary, UpdateType
+    from fleet.rules.breakage import SitesBrokenByRun
+    from tasks.alert import breaks_not_told
+
+    def alarm(site: int, contained: bool) -> SiteAlarm:
+        return SiteAlarm(site_id=site, site_url=f"https://s{site}.example", site_name=f"Site {site}", saw="HTTP 500",
+                         containment=Containment(step=UpdateType.plugin, status=ContainmentStatus.unreachable)
+                         if contained else None)
+
+    moment = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
+    summary = Summary(run_id="r1", started_at=moment, finished_at=moment, broken=[alarm(1, True), alarm(2, False)])
+    path = summary.write(tmp_path / "r1")
+    said = breaks_not_told(SitesBrokenByRun("run r1 broke 2 site(s): …", str(path)))
+    assert said is not None and "Site 2" in said and "Site 1" not in said
+    summary.broken = [alarm(1, True)]
+    summary.write(tmp_path / "r1")
+    assert breaks_not_told(SitesBrokenByRun("run r1 broke 1 site(s): …", str(path))) is None
