@@ -6,7 +6,6 @@ block of their own."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -80,18 +79,6 @@ def feed_line(summary: Summary, client: bool) -> str:
     return f"Checked against the vulnerability feed of {fetched:%d %b %Y %H:%M} UTC ({age})."
 
 
-def fix_wait_words(waited: list[float]) -> str:
-    """" within 3 hours of being available": the longest wait of the fixes installed, each from its fix first
-    offered to the site (said only when every installed fix was measured)."""
-    if not waited:
-        return ""
-    hours = math.ceil(max(waited) - 1e-9)
-    if hours <= 1:
-        return " within an hour of being available"
-    return f" within {hours} hours of being available" if hours <= 48 else \
-        f" within {math.ceil(hours / 24)} days of being available"
-
-
 def span(hours: float) -> str:
     """A time in the unit a person reads it in: `40 min`, `9 h`, `3 days`."""
     if hours < 1:
@@ -129,7 +116,6 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     now = summary.finished_at
     not_installed, fixed, still = [], [], []
     words: Counter[str] = Counter()
-    waited: list[float] = []  # hours each installed fix's site waited for it, from the fix offered there
     since_advisory: list[float] = []  # hours from each installed fix's advisory to tonight
     unchecked = 0
     for item in items:
@@ -141,7 +127,6 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
             if item.outcome is Outcome.updated:
                 age = "" if public is None or summary.dry_run else f"installed {span(public)} after its advisory"
                 fixed.append(_row(item, security.fixes, _fate(item, summary.dry_run), age))
-                waited += [item.fix_waited_hours] if item.fix_waited_hours is not None else []
                 since_advisory += [public] if public is not None else []
             else:
                 age = "" if public is None else f"public for {span(public)}"
@@ -164,8 +149,7 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     by_word = LIST_SEPARATOR.join(f"{word} {n}" for word, n in sorted(
         words.items(), key=lambda pair: [term.word for term in operator_voice().ordered()].index(pair[0])))
     fixes_word = "would be installed" if summary.dry_run else "installed"
-    parts = [f"{count(len(fixed), 'security fix').replace('fixs', 'fixes')} {fixes_word}"
-             + ("" if summary.dry_run or len(waited) != len(fixed) else fix_wait_words(waited))]
+    parts = [f"{count(len(fixed), 'security fix').replace('fixs', 'fixes')} {fixes_word}"]
     if not_installed:
         parts.append(f"{len(not_installed)} not installed while vulnerable ({by_word})")
     if still:
