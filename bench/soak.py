@@ -404,7 +404,7 @@ class NightRow:
     reports_received: int = 0  # the same, as the SMTP server received them
     operator_report: bool = False
     delivered: bool = False
-    alerts: int = 0  # a failed night's alert, site-down notices
+    alerts: int = 0  # a failed night's alert, one message per break
     installs: int = 0  # item versions that moved on any site (ground truth)
     breaks: list[dict[str, Any]] = field(default_factory=list)  # sites the night's updates broke (ground truth)
     said_broken: list[dict[str, Any]] = field(default_factory=list)  # what the night's summary.json says it broke

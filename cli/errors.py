@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 from enum import IntEnum
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -84,10 +83,9 @@ def dashboard_host() -> str:
         url = DashboardSettings().base_url
     except ValueError:  # the settings may be what is wrong: the raw variable, if any
         url = os.environ.get("FLEET_BASE_URL", "")
-    parts = urlsplit(url.strip())
-    if not parts.hostname:
-        return "(FLEET_BASE_URL not set)"
-    return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    from reporting.alert import dashboard_name
+
+    return dashboard_name(url)
 
 
 def expected_failure(error: BaseException) -> tuple[ExitCode, str] | None:

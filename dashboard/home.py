@@ -9,7 +9,9 @@ because every settings class, the client's included, reads its `.env`.
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -42,7 +44,32 @@ def setting_source(variable: str) -> str:
     for path in reversed(env_files()):  # the strongest file first
         if path.is_file() and variable in dotenv_values(path):
             return f"{variable} in {path}"
-    return f"{variable} (not set)"
+    looked = " or ".join(f"{path}" + ("" if path.is_file() else " (no such file)") for path in env_files())
+    return f"{variable} (not set: not in the environment, nor in {looked})"
+
+
+def present_variables() -> dict[str, str]:
+    """Every FLEET_* name given, in the environment or a `.env` file of `env_files()`, and where (the strongest)."""
+    found = {name: f"{name} (environment)" for name in os.environ if name.startswith(PREFIX)}
+    for path in reversed(env_files()):
+        if path.is_file():
+            for name in dotenv_values(path):
+                if name.startswith(PREFIX):
+                    found.setdefault(name, f"{name} in {path}")
+    return found
+
+
+def unknown_variables(known: Collection[str]) -> list[str]:
+    """One line per FLEET_* name given that no setting reads (a typo is otherwise silently ignored: FLEET_SMTP_HOTS
+    leaves the mail unset, and the reports quietly become `.eml` files), with the nearest known name."""
+    lines = []
+    for name, where in sorted(present_variables().items()):
+        if name in known:
+            continue
+        nearest = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f"did you mean {nearest[0]}?" if nearest else "no setting has that name (README, Configuration)"
+        lines.append(f"{where}: not a setting: {hint}")
+    return lines
 
 
 def refused_credential(call_path: str | None) -> str:

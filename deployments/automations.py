@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from dashboard.home import SettingsError
 from fleet.model.events import REPORTS_NOT_DELIVERED, SITE_BROKEN
+from fleet.model.vocabulary import count
 from reporting.alert import notification_block
 from reporting.settings import NotifySettings
 
@@ -74,6 +75,11 @@ def said(duration: timedelta) -> str:
     return f"{seconds:g} s"
 
 
+# the flow run's page, in the one form every message uses; nothing (never "None") when the event names no flow run
+# or the server knows no UI address
+RUN_LINK = "{% set link = flow_run|ui_url if flow_run else '' %}{% if link %} {{ link }}{% endif %}"
+
+
 def notify(block_id: UUID | None, subject: str, body: str) -> list[ActionTypes]:
     """Send to FLEET_NOTIFY_BLOCK; without one, the automation still fires (seen in the Prefect UI's event feed)."""
     if block_id is None:
@@ -97,7 +103,7 @@ def night_not_finished(settings: AutomationSettings, block_id: UUID | None) -> A
             block_id, f"fleet-maintenance: night {{{{ flow_run.name }}}} not finished {within} after its time",
             f"fleet-maintenance: the nightly run {{{{ flow_run.name }}}} has not finished {within} after its "
             "scheduled time ({{ flow_run.expected_start_time }}); it is {{ flow_run.state.name }}. A hung night, "
-            "or no fleet serve to run it. {{ flow_run|ui_url }}"))
+            "or no fleet serve to run it." + RUN_LINK))
 
 
 def reports_not_delivered(block_id: UUID | None) -> AutomationCore:
@@ -110,7 +116,7 @@ def reports_not_delivered(block_id: UUID | None) -> AutomationCore:
             block_id, "fleet-maintenance: reports of run {{ event.payload.run_id }} not delivered",
             "fleet-maintenance: reports of run {{ event.payload.run_id }} (dashboard "
             "{{ event.resource['prefect.resource.name'] }}) not delivered: "
-            "{{ event.payload.problems | join('; ') }} {{ flow_run|ui_url }}"))
+            "{{ event.payload.problems | join('; ') }}" + RUN_LINK))
 
 
 def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str | None = None) -> AutomationCore:
@@ -119,20 +125,20 @@ def kill_switch(settings: AutomationSettings, block_id: UUID | None, ui_url: str
     `ui_url`: the Prefect UI, for the deployment's page in the notification."""
     more_than, within = settings.kill_switch_sites, said(settings.window)
     page = f" ({ui_url.rstrip('/')}/deployments/deployment/{{{{ deployment.id }}}})" if ui_url else ""
-    body = (f"fleet-maintenance kill switch: more than {more_than} site(s) broke within {within}, the last "
+    sites = count(more_than, "site")
+    body = (f"fleet-maintenance kill switch: more than {sites} broke within {within}, the last "
             "{{ event.resource['prefect.resource.name'] }} on {{ event.resource['fleet.dashboard'] }} "
             "(run {{ event.payload.run_id }}). {% if deployment %}The deployment {{ deployment.name }} is paused: "
             "no run of it starts until it is resumed.{% else %}No deployment ran it: nothing was paused.{% endif %} "
             "To resume once the cause is found: restart fleet serve (it switches its deployments on again), or "
-            f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}. "
-            "{{ flow_run|ui_url }}")
+            f"switch the deployment on in the Prefect UI{{% if deployment %}}{page}{{% endif %}}." + RUN_LINK)
     return AutomationCore(
         name=KILL_SWITCH, tags=TAGS,
-        description=f"More than {more_than} site(s) broke within {within} (FLEET_KILL_SWITCH_SITES, "
+        description=f"More than {sites} broke within {within} (FLEET_KILL_SWITCH_SITES, "
                     "FLEET_KILL_SWITCH_MINUTES): pause the deployment that broke them.",
         trigger=EventTrigger(expect={SITE_BROKEN}, match={"prefect.resource.id": "fleet.site.*"},
                              threshold=more_than + 1, within=settings.window),
-        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {more_than} site(s) broke within "
+        actions=[*notify(block_id, f"fleet-maintenance: kill switch: more than {sites} broke within "
                                    f"{within}", body),
                  PauseDeployment(source="inferred")])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from prefect import get_run_logger
 from prefect.exceptions import FlowPauseTimeout
@@ -61,14 +60,14 @@ def answer_from_form(form: ApprovalForm, items: list[PlanItem]) -> ApprovalAnswe
 
 async def tell_the_operator(rows: list[ApprovalChoice], until: str, dashboard_url: str, out_dir: Path) -> None:
     """The gate is open: the operator hears it on the alert channels (e-mail or `.eml`, notification blocks)."""
-    from reporting.alert import ApprovalNotice, deliver_alert
+    from reporting.alert import ApprovalNotice, dashboard_name, deliver_alert, run_link
     from reporting.settings import MailSettings
 
     notice = ApprovalNotice(
         flow=flow_run.get_flow_name() or "nightly", run_name=flow_run.get_name() or "", run_id=flow_run.get_id() or "",
-        dashboard=urlsplit(dashboard_url).netloc.rpartition("@")[2] or dashboard_url, until=until,
+        dashboard=dashboard_name(dashboard_url), until=until,
         items=tuple(f"{row.site}: {row.item} {row.change} ({row.why})" for row in rows),
-        ui_url=flow_run.get_flow_run_ui_url(),
+        ui_url=run_link(flow_run.get_id()),
     )
     try:
         settings = MailSettings()
@@ -86,7 +85,9 @@ async def ask_for_approval(
     logger = get_run_logger()
     opened = datetime.now(UTC)
     run_id = flow_run.get_id()
-    url = flow_run.get_flow_run_ui_url()
+    from reporting.alert import run_link
+
+    url = run_link(run_id)
     until = (opened + timedelta(seconds=timeout_seconds)).replace(microsecond=0).isoformat()
     logger.warning("approval needed: %d update(s) wait for a person until %s; answer in the Prefect UI%s or with "
                    "`fleet approve %s --all`", len(items), until,

@@ -165,7 +165,8 @@ async def run_lane(
         result.jobs += jobs
         if lane.switch_on and type_ is UpdateType.plugin:  # the way back: the fixed releases go live, then probed
             await switch_on_fixed_releases_task(client, quote(step.sent), quote(type_calls), quote(jobs),
-                                                 quote(night.breaks), quote(lane.sites))
+                                                 quote(night.breaks), quote(lane.sites), night.run_id,
+                                                 settings.report_dir)
         if before:  # a site the step broke is contained (its culprit found) and gets nothing more tonight
             await probe_and_contain_task.with_options(task_run_name=f"probe-after-{type_}-{lane.label}")(
                 client, quote(before), quote(lane.sites), type_, quote(step.sent), quote(night.breaks), night.policy,

@@ -66,7 +66,8 @@ TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
 MAX_ALARMS = 20  # broken sites shown in full at the top; the headline counts them all
 RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
-ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown})
+ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown,
+                       Outcome.not_switched_on})
 _SPACE = re.compile(r"\s+")
 
 
@@ -327,10 +328,11 @@ CLIENT_CHECK_WORDS = {  # what a client reads of a site that needs attention: ne
 
 
 def site_checks(sites: list[SiteRow], limit: int, *, client: bool = False,
-                states: dict[int, str] | None = None) -> Checks:
+                states: dict[int, str] | None = None, broken: frozenset[int] = frozenset()) -> Checks:
     """The health checks; a site's state word is what it is after the night (`states`: the broken sites' own, such
     as "down, unreachable by the dashboard"), never "online" for a site that fails its check. A client reads what
-    happens next instead of the check's error."""
+    happens next instead of the check's error. A site the night broke (`broken`) is never counted healthy, even
+    contained and answering its check again: the report that says it broke says it once."""
     checked = [site for site in sites if site.check is not None]
     problems = []
     for site in sorted(sites, key=lambda s: (s.site_name.casefold(), s.site_id)):
@@ -367,7 +369,7 @@ def site_checks(sites: list[SiteRow], limit: int, *, client: bool = False,
         )
     return Checks(
         checked=len(checked),
-        healthy=sum(1 for site in checked if site.check.healthy),
+        healthy=sum(1 for site in checked if site.check.healthy and site.site_id not in broken),
         open_incidents=sum(site.check.open_incidents for site in checked),
         problems=problems[:limit],
         more=max(0, len(problems) - limit),
@@ -527,7 +529,8 @@ def build_report(
     voice = client_voice() if is_client else operator_voice(summary.dry_run)
     checks = site_checks(sites, max(10, max_rows // 2), client=is_client, states={
         alarm.site_id: clean(alarm.containment.headline, 80) for alarm in summary.broken
-        if alarm.containment is not None and alarm.containment.status is ContainmentStatus.unreachable})
+        if alarm.containment is not None and alarm.containment.status is ContainmentStatus.unreachable},
+        broken=frozenset(alarm.site_id for alarm in summary.broken))
     problems: list[str] = []
     if not is_client:
         problems = [clean(error, 500) for error in summary.errors]

@@ -28,24 +28,26 @@ SITE_STATUS_TITLES = {
     "child_too_old": "dashboard plugin on the site too old",
 }
 
-# One palette for the charts and the HTML badges, by the key of each word (`fleet.model.vocabulary`).
+# One palette for the charts and the HTML badges, by the key of each word (`fleet.model.vocabulary`): each dark
+# enough for a badge's white text to read at 4.5:1 or more (WCAG 2 AA; tests/reporting/test_report_accessibility.py)
 TERM_COLORS = {
-    "updated": "#1f9d55",
-    "would_update": "#1f9d55",
-    "failed": "#d64545",
-    "unknown": "#e8833a",
-    "unchanged": "#d9a400",
-    "held": "#6b7fd7",
-    "delayed": "#4aa3df",
-    "ignored": "#9aa5b1",
-    "excluded": "#7b8794",
-    "skipped": "#c3cad3",
-    "deferred": "#9aa5b1",
-    "not_installed": "#e8833a",
-    "waiting": "#4aa3df",
-    "unavailable": "#c3cad3",
-    "window": "#9aa5b1",
-    "left_out": "#9aa5b1",
+    "updated": "#18794e",
+    "would_update": "#18794e",
+    "failed": "#b42318",
+    "not_switched_on": "#9b1c1c",
+    "unknown": "#b54708",
+    "unchanged": "#8a6100",
+    "held": "#4557b8",
+    "delayed": "#1d6fa5",
+    "ignored": "#5f6b7a",
+    "excluded": "#3e4c59",
+    "skipped": "#6f5f8f",
+    "deferred": "#486581",
+    "not_installed": "#b54708",
+    "waiting": "#1d6fa5",
+    "unavailable": "#6f5f8f",
+    "window": "#486581",
+    "left_out": "#5f6b7a",
 }
 TYPE_NAMES = {
     UpdateType.translation: "translation",
@@ -124,7 +126,8 @@ class Headline:
 
     @property
     def tiles(self) -> list[Tile]:
-        tiles = [Tile("updated", self.done, self.voice.done.word, "good", self.unit),
+        tiles = [Tile("updated", self.done, self.voice.done.word, "good" if self.done else "", self.unit),  # a zero
+                 # is never green
                  Tile("not_updated", self.not_updated, self.voice.not_done.word, unit=self.unit)]
         if not self.voice.dry_run:  # a dry run tries nothing
             alarming = self.attention and not self.client  # a client reads what happens next, not a red number

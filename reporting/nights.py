@@ -92,9 +92,14 @@ class NightRecord(BaseModel):
 
     @property
     def delivered(self) -> str:
-        """Reports that reached their recipients (held for review and `.eml` files are not delivered)."""
+        """Reports that reached their recipients, of those sent (held for review and `.eml` files are not sent:
+        written as `.eml` on purpose, with no SMTP host, is not "0 sent"): `3/4`, `.eml`, `held`, or `-`."""
         sent = [d for d in self.deliveries if not d.held and d.eml_path is None]
-        return f"{sum(d.accepted for d in sent)}/{len(self.deliveries)}" if self.deliveries else "-"
+        if sent:
+            return f"{sum(d.accepted for d in sent)}/{len(sent)}"
+        if any(d.eml_path for d in self.deliveries):
+            return ".eml"
+        return "held" if self.deliveries else "-"
 
     @property
     def voice(self) -> Voice:

@@ -20,6 +20,7 @@ from reporting.model import (
     ReportData,
     image_subtype,
 )
+from reporting.security import MAX_ROWS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")
@@ -72,6 +73,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(md=markdown_text, when=when, percent=percent)
     env.globals.update(
         term_colors=TERM_COLORS, type_names=TYPE_NAMES, duration=duration, plural=count, image_src=image_src,
+        max_rows=MAX_ROWS,
     )
     return env
 

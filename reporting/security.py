@@ -1,19 +1,25 @@
-"""What the reports say about known vulnerabilities: the fixes installed, those held while the site stays vulnerable
-(at the head of the operator's report), what has no fix yet, and the feed's age and attribution."""
+"""What the reports say about known vulnerabilities: the fixes installed, those not installed while the site stays
+vulnerable (each under its own outcome's word: held, skipped, failed, ...), what has no fix yet, how long each has
+been public (from its advisory's publication, as users measure exposure), the measures across nights, and the
+feed's age and attribution. A client reads a plain sentence per figure; the vulnerabilities' ids are in a details
+block of their own."""
 
 from __future__ import annotations
 
-import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from fleet.model.summary import Outcome, Summary
-from fleet.model.vulnerability import Exposure, ItemSecurity, Security, Vulnerability
+from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice, with_reason
+from fleet.model.vulnerability import Exposure, Security, Vulnerability, published_at
 from reporting.rows import ItemRow
 
-MAX_ROWS = 20
-NO_FIX_PLAN = ("we watch for a fix and install it the night it is offered; until then the item stays as it is")
+MAX_ROWS = 20  # rows of a list in the text and Markdown reports (the HTML folds the rest)
+SHOWN = 10  # rows of a list in the HTML before the fold
+HTML_ROWS = 500  # rows of a list at most, even in the HTML: a fleet of thousands of sites stays an e-mail
+NO_FIX_PLAN = "we watch for a fix and install it the night it is offered; until then the item stays as it is"
 
 
 @dataclass
@@ -23,20 +29,28 @@ class SecurityRow:
     type: str
     version: str  # the change ("1.0 → 1.1"), or the installed version
     vulnerabilities: str  # "CVE-2026-1234 9.8 Critical; ..."
-    state: str = ""  # what became of the fix ("installed", "held: ..."), empty for what has no fix
+    state: str = ""  # what became of the fix ("installed", "skipped: site is suspended"), empty for what has no fix
+    age: str = ""  # "installed 9 h after its advisory", "public for 12 days"
 
 
 @dataclass
 class SecuritySection:
-    sentence: str
+    sentence: str  # every count in one sentence (the operator's; a client's is `plain`)
     feed: str
     attribution: str
-    held: list[SecurityRow] = field(default_factory=list)  # fixes offered, not installed: vulnerable meanwhile
+    not_installed: list[SecurityRow] = field(default_factory=list)  # fixes offered, not installed: still vulnerable
     fixed: list[SecurityRow] = field(default_factory=list)
     open: list[SecurityRow] = field(default_factory=list)  # no fix offered (pending or installed)
-    more: int = 0  # rows left out of the lists (all are in summary.json)
+    alarm: str = ""  # the operator's head line when fixes were not installed: their count by word
     no_fix_plan: str = NO_FIX_PLAN
-    measures: str = ""  # the operator's: exposure across nights, time from a fix offered to patched
+    measures: str = ""  # the operator's: exposure across nights
+    plain: list[str] = field(default_factory=list)  # a client's: a plain sentence per figure
+    shown: int = SHOWN
+    left_out: dict[str, int] = field(default_factory=dict)  # per list, rows past HTML_ROWS (all in summary.json)
+
+    @property
+    def rows(self) -> int:
+        return len(self.not_installed) + len(self.fixed) + len(self.open)
 
 
 def security_rows(items: list[ItemRow]) -> list[ItemRow]:
@@ -48,42 +62,49 @@ def _labels(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability]) ->
     return "; ".join(v.label for v in vulnerabilities)
 
 
-def _feed_line(summary: Summary, client: bool) -> str:
+def feed_line(summary: Summary, client: bool) -> str:
+    """Which copy of the feed the night matched against and how old it is, one whole sentence: a refresh that
+    failed never sits beside "fresh" (the copy used is then said by its age)."""
     feed = summary.vulnerability_feed
     if feed is None or feed.fetched_at is None:
-        return "Known vulnerabilities were not checked tonight" + (f": {feed.problem}" if feed and feed.problem
-                                                                    and not client else ".")
+        why = f": {feed.problem.rstrip('.')}" if feed and feed.problem and not client else ""
+        return f"Known vulnerabilities were not checked tonight{why}."
     fetched = datetime.fromisoformat(feed.fetched_at)
     hours = (summary.finished_at - fetched).total_seconds() / 3600
-    age = f"{hours:.0f} h old" if hours >= 1 else "fresh"
-    line = f"Checked against the vulnerability feed of {fetched:%d %b %Y %H:%M} UTC ({age})"
     if feed.problem and not client:
-        line += f"; tonight's refresh failed, the last good copy was used: {feed.problem}"
-    return line + "."
+        age = f"{hours:.0f} h old" if hours >= 1 else "less than an hour old"
+        return (f"Tonight's refresh of the vulnerability feed failed ({feed.problem.rstrip('.')}): the last good copy, "
+                f"of {fetched:%d %b %Y %H:%M} UTC ({age}), was used.")
+    age = f"{hours:.0f} h old" if hours >= 1 else "fresh"
+    return f"Checked against the vulnerability feed of {fetched:%d %b %Y %H:%M} UTC ({age})."
 
 
-def fix_wait_words(waited: list[float]) -> str:
-    """" within 3 hours of being available": the longest wait of the fixes installed, each from its fix first
-    offered to the site (said only when every installed fix was measured)."""
-    if not waited:
-        return ""
-    hours = math.ceil(max(waited) - 1e-9)
-    if hours <= 1:
-        return " within an hour of being available"
-    return f" within {hours} hours of being available" if hours <= 48 else \
-        f" within {math.ceil(hours / 24)} days of being available"
+def span(hours: float) -> str:
+    """A time in the unit a person reads it in: `40 min`, `9 h`, `3 days`."""
+    if hours < 1:
+        return f"{max(1, round(hours * 60))} min"
+    if hours < 48:
+        return f"{round(hours)} h"
+    return f"{round(hours / 24)} days"
 
 
-def _row(item: ItemRow, security: ItemSecurity, vulnerabilities: tuple[Vulnerability, ...], state: str) -> SecurityRow:
+def public_hours(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability], now: datetime) -> float | None:
+    """How long the oldest of these advisories has been public at `now` (None: no publication date given)."""
+    moments = [moment for v in vulnerabilities if (moment := published_at(v.published)) is not None]
+    return max(0.0, (now - min(moments)).total_seconds() / 3600) if moments else None
+
+
+def _row(item: ItemRow, vulnerabilities: tuple[Vulnerability, ...], state: str, age: str) -> SecurityRow:
     change = f"{item.from_version or '?'} → {item.to_version or '?'}"
     return SecurityRow(item.site_name, item.name or item.slug, item.type.value, change, _labels(vulnerabilities),
-                       state)
+                       state, age)
 
 
-def _state(item: ItemRow, dry_run: bool) -> str:
+def _fate(item: ItemRow, dry_run: bool) -> str:
+    """What became of a fix, in the operator's word for its outcome: every hold is a hold, a skip a skip."""
     if item.outcome is Outcome.updated:
         return "would be installed" if dry_run else "installed"
-    return f"{item.outcome.value}: {item.reason}" if item.reason else item.outcome.value
+    return with_reason(operator_voice().term(item.outcome).word, item.reason)
 
 
 def security_section(summary: Summary, items: list[ItemRow], exposure: list[Exposure], *,
@@ -92,48 +113,84 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
     """The section of one report (a client's: its sites only, in plain words); None when there is nothing to
     say and the feed was never set up. `tidy` makes each untrusted value one bounded line (the report's `clean`)."""
     is_client = client is not None
-    held, fixed, still = [], [], []
-    waited: list[float] = []  # hours each installed fix's site waited for it, where the night measured it
+    now = summary.finished_at
+    not_installed, fixed, still = [], [], []
+    words: Counter[str] = Counter()
+    since_advisory: list[float] = []  # hours from each installed fix's advisory to tonight
     unchecked = 0
     for item in items:
         security = item.security
         if security is None or (is_client and item.client != client):
             continue
         if security.security is Security.fixes:
-            row = _row(item, security, security.fixes, _state(item, summary.dry_run))
-            (fixed if item.outcome is Outcome.updated else held).append(row)
-            if item.outcome is Outcome.updated and item.fix_waited_hours is not None:
-                waited.append(item.fix_waited_hours)
+            public = public_hours(security.fixes, now)
+            if item.outcome is Outcome.updated:
+                age = "" if public is None or summary.dry_run else f"installed {span(public)} after its advisory"
+                fixed.append(_row(item, security.fixes, _fate(item, summary.dry_run), age))
+                since_advisory += [public] if public is not None else []
+            else:
+                age = "" if public is None else f"public for {span(public)}"
+                not_installed.append(_row(item, security.fixes, _fate(item, summary.dry_run), age))
+                words[operator_voice().term(item.outcome).word] += 1
         elif security.security is Security.no_fix:
-            still.append(_row(item, security, security.open, ""))
+            public = public_hours(security.open, now)
+            still.append(_row(item, security.open, "", "" if public is None else f"public for {span(public)}"))
         elif security.security is Security.unchecked:
             unchecked += 1
     for exposed in exposure:
         if not is_client or exposed.client == client:
+            public = public_hours(exposed.vulnerabilities, now)
             still.append(SecurityRow(exposed.site_name, exposed.name or exposed.slug, exposed.type, exposed.version,
-                                     _labels(exposed.vulnerabilities)))
+                                     _labels(exposed.vulnerabilities), "",
+                                     "" if public is None else f"public for {span(public)}"))
     feed = summary.vulnerability_feed
-    if feed is None and not (held or fixed or still):
+    if feed is None and not (not_installed or fixed or still):
         return None
+    by_word = LIST_SEPARATOR.join(f"{word} {n}" for word, n in sorted(
+        words.items(), key=lambda pair: [term.word for term in operator_voice().ordered()].index(pair[0])))
     fixes_word = "would be installed" if summary.dry_run else "installed"
-    parts = [f"{len(fixed)} security fix{'es' if len(fixed) != 1 else ''} {fixes_word}"
-             + ("" if summary.dry_run or len(waited) != len(fixed) else fix_wait_words(waited))]
-    if held:
-        parts.append(f"{len(held)} held while vulnerable" if not is_client
-                     else f"{len(held)} security fix{'es' if len(held) != 1 else ''} not installed yet")
+    parts = [f"{count(len(fixed), 'security fix').replace('fixs', 'fixes')} {fixes_word}"]
+    if not_installed:
+        parts.append(f"{len(not_installed)} not installed while vulnerable ({by_word})")
     if still:
-        parts.append(f"{len(still)} item{'s' if len(still) != 1 else ''} with a known vulnerability and no fix yet")
-    if unchecked and not is_client:
-        parts.append(f"{unchecked} item{'s' if unchecked != 1 else ''} unchecked (never read as clean)")
-    rows = held + fixed + still
+        parts.append(f"{count(len(still), 'item')} with a known vulnerability and no fix yet")
+    if unchecked:
+        parts.append(f"{count(unchecked, 'item')} unchecked (never read as clean)")
 
     def tidied(kept: list[SecurityRow]) -> list[SecurityRow]:
-        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)}) for row in kept]
+        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)})
+                for row in kept[:HTML_ROWS]]
 
-    keep = (tidied(held[:MAX_ROWS]), tidied(fixed[:MAX_ROWS]), tidied(still[:MAX_ROWS]))
     return SecuritySection(
-        sentence="; ".join(parts) + ".", feed=_feed_line(summary, is_client),
+        sentence="; ".join(parts) + ".", feed=feed_line(summary, is_client),
         attribution=feed.attribution if feed is not None else "",
-        held=keep[0], fixed=keep[1], open=keep[2], more=len(rows) - sum(map(len, keep)),
+        not_installed=tidied(not_installed), fixed=tidied(fixed), open=tidied(still),
+        alarm="" if is_client or not not_installed else
+        f"Security fixes not installed, the sites still vulnerable: {len(not_installed)} ({by_word})",
         measures=f"Across nights: {summary.exposure_stats.sentence}." if summary.exposure_stats and not is_client
-        else "")
+        else "",
+        plain=plain_sentences(len(fixed), since_advisory, len(not_installed), len(still), summary.dry_run)
+        if is_client and feed is not None and feed.fetched_at else [],  # not checked: the feed's line says it
+        left_out={name: len(rows) - HTML_ROWS for name, rows in (("not_installed", not_installed), ("fixed", fixed),
+                                                                 ("open", still)) if len(rows) > HTML_ROWS})
+
+
+def plain_sentences(fixed: int, since_advisory: list[float], not_installed: int, no_fix: int, dry_run: bool
+                    ) -> list[str]:
+    """A client's figures, a plain sentence each: what was installed and how soon after it was made public, what is
+    not installed yet, and what has no fix (and what we do about it)."""
+    said = []
+    if fixed or not (not_installed or no_fix):
+        soon = (f", on average {span(sum(since_advisory) / len(since_advisory))} after "
+                f"{'it was' if fixed == 1 else 'they were'} published"
+                if since_advisory and len(since_advisory) == fixed and not dry_run else "")
+        verb = "would be installed" if dry_run else "installed"
+        said.append(f"{count(fixed, 'security fix').replace('fixs', 'fixes')} {verb}{soon}.")
+    if not_installed:
+        said.append(f"{count(not_installed, 'security fix').replace('fixs', 'fixes')} not installed yet: the "
+                    "updates below say why and what happens next.")
+    if no_fix:
+        has = "has" if no_fix == 1 else "have"
+        said.append(f"{count(no_fix, 'known security issue')} {has} no fix yet: we watch "
+                    f"{'it' if no_fix == 1 else 'them'} and install the fix the night it is offered.")
+    return said

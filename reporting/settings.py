@@ -38,6 +38,15 @@ class NotifySettings(FleetSettings):
         None, description="A saved Prefect notification block, as `block-type-slug/name` (e.g. `slack-webhook/ops`, "
         "`custom-webhook/ops`), that gets every alert the operator's e-mail gets in one short text with its link, "
         "and the notifications of the automations `fleet serve` creates.")
+    alert_blocks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Prefect notification blocks that also get a failed night's alert, "
+        "as `block-type-slug/name` (e.g. `slack-webhook/ops`, `custom-webhook/pager`), comma-separated."
+    )
+
+    @field_validator("alert_blocks", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        return _split(value)
 
     @field_validator("notify_block")
     @classmethod
@@ -48,6 +57,13 @@ class NotifySettings(FleetSettings):
         if not slash or not kind or not name or "/" in name:
             raise ValueError(f"{value.strip()!r} is not `block-type-slug/name` (e.g. `slack-webhook/ops`)")
         return value.strip()
+
+
+def _split(value: object) -> object:
+    """A comma-separated list from the environment or a `.env` file."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
 
 
 def notify_block_alone() -> str | None:
@@ -77,17 +93,11 @@ class MailSettings(NotifySettings):
     reply_to: str | None = Field(None, description="Where replies to every message go (a client's own `reply_to` "
                                  "in the policy wins for its report).")
     report_to: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Operator addresses.")
-    alert_blocks: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Prefect notification blocks that also get a failed night's alert, "
-        "as `block-type-slug/name` (e.g. `slack-webhook/ops`, `custom-webhook/pager`), comma-separated."
-    )
 
-    @field_validator("report_to", "alert_blocks", mode="before")
+    @field_validator("report_to", mode="before")
     @classmethod
     def _split_addresses(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
+        return _split(value)
 
     @field_validator("report_to")
     @classmethod
@@ -116,6 +126,25 @@ class MailSettings(NotifySettings):
             raise PydanticCustomError("sender_missing", "mail sent over SMTP (FLEET_SMTP_HOST) needs a sender "
                                       "address that replies can reach")
         return value
+
+    @classmethod
+    def without_mail(cls) -> MailSettings:
+        """Only the notification blocks the settings name, the e-mail written as a file: for an alert whose mail
+        settings are unusable (a bad mail setting must not silence the chat too)."""
+        try:
+            blocks = NotifySettings()
+        except ValueError:  # a bad FLEET_NOTIFY_BLOCK itself
+            blocks = NotifySettings.model_construct(notify_block=None, alert_blocks=[])
+        return cls.model_construct(smtp_host=None, report_to=[], alert_blocks=blocks.alert_blocks,
+                                   notify_block=blocks.notify_block)
+
+    @classmethod
+    def alerts_only(cls) -> MailSettings:
+        """The channels of an alert of a run that sends no report: a bad mail setting is not its mistake."""
+        try:
+            return cls()
+        except ValidationError:
+            return cls.without_mail()
 
     @property
     def configured(self) -> bool:

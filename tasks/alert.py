@@ -11,7 +11,6 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -37,8 +36,9 @@ async def saved_block(value: Any, kind: type[T]) -> T | None:
 
 
 async def dashboard_host(block: Any) -> str:
-    """The dashboard's host (and port) from the run's block or the environment; never a URL's credentials."""
+    """The dashboard as every message names it (`dashboard_name`), from the run's block or the environment."""
     from dashboard.block import DashboardConnection
+    from reporting.alert import dashboard_name
 
     connection = await saved_block(block, DashboardConnection)
     url = connection.base_url if connection is not None else ""
@@ -51,10 +51,7 @@ async def dashboard_host(block: Any) -> str:
             url = DashboardSettings().base_url
         except Exception:  # noqa: BLE001 - the settings may be what failed: fall back to the raw variable
             url = os.environ.get("FLEET_BASE_URL", "")
-    parts = urlsplit(url.strip())
-    if not parts.hostname:
-        return "(FLEET_BASE_URL not set)"
-    return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    return dashboard_name(url)
 
 
 async def failure_of(state: Any) -> BaseException | None:
@@ -86,11 +83,11 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     mistake in a run a person started (a setting, the policy file, the selection) is theirs to read on the run;
     a scheduled run that fails on one missed its night and alerts. A night failed only because sites broken on
     earlier nights are still down sends nothing here: the incidents step alerted about each, at most once a day
-    (nights may run hourly)."""
-    from prefect.settings import PREFECT_UI_URL
-
+    (nights may run hourly). A night failed because it broke sites names only the breaks not told when found (each
+    break found after an update step was its own message then): one break, one message."""
+    from fleet.rules.breakage import SitesBrokenByRun
     from fleet.rules.incidents import SitesStillDown
-    from reporting.alert import Alert
+    from reporting.alert import Alert, run_link
     from tasks.preflight import USAGE_ERRORS
 
     failure = await failure_of(state)
@@ -101,17 +98,37 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
         log.info("no alert for run %s: a usage mistake in a run a person started (%s)", flow_run.name, state.message)
         return
     parameters = flow_run.parameters or {}
-    ui = PREFECT_UI_URL.value()
+    error = await error_text(state, parameters.get("dashboard"))
+    if isinstance(failure, SitesBrokenByRun):
+        untold = breaks_not_told(failure)
+        if untold is None:
+            log.warning("flow run %s: each site it broke was alerted when it broke", flow_run.name)
+            return
+        error = f"{type(failure).__name__}: {untold}"
     alert = Alert(
         flow=flow.name,
         run_name=flow_run.name,
         run_id=str(flow_run.id),
         state=state.name,
         dashboard=await dashboard_host(parameters.get("dashboard")),
-        error=await error_text(state, parameters.get("dashboard")),
-        ui_url=f"{ui.rstrip('/')}/runs/flow-run/{flow_run.id}" if ui else None,
+        error=error,
+        ui_url=run_link(str(flow_run.id)),
     )
     await send_to_operator(alert, parameters.get("report_dir"), parameters.get("email_block"))
+
+
+def breaks_not_told(failure: Any) -> str | None:
+    """The failure message of a night that broke sites, naming only the sites not alerted when they broke (found
+    by the check after the night, not by a probe after an update step); None when every one was."""
+    from fleet.model.summary import Summary
+    from fleet.rules.breakage import broken_message
+
+    try:
+        summary = Summary.read(Path(failure.summary_path))
+    except (OSError, ValueError):  # the summary cannot be read: say the whole message
+        return str(failure)
+    untold = [alarm for alarm in summary.broken if alarm.containment is None]
+    return broken_message(untold, summary.run_id) if untold else None
 
 
 async def alert_not_started(command: str, flow: str, error: str) -> list[str]:
@@ -131,7 +148,7 @@ async def send_to_operator(alert: Notice, report_dir: str | None, email_block: A
 
     from fleet.model.settings import PipelineSettings
     from reporting.alert import deliver_alert
-    from reporting.settings import MailSettings, notify_block_alone
+    from reporting.settings import MailSettings
 
     try:
         alerts = Path(report_dir or PipelineSettings().report_dir) / "alerts"
@@ -144,10 +161,5 @@ async def send_to_operator(alert: Notice, report_dir: str | None, email_block: A
     except Exception as error:  # noqa: BLE001 - bad mail settings must not silence the blocks
         unusable = settings_problem(error) if isinstance(error, ValidationError) else str(error)
         log.error("alert e-mail settings unusable (%s): only the notification blocks are tried", unusable)
-        settings = MailSettings.model_construct(smtp_host=None, report_to=[], alert_blocks=_blocks_from_env(),
-                                                notify_block=notify_block_alone())
+        settings = MailSettings.without_mail()
     return await deliver_alert(alert, settings, alerts, unusable)
-
-
-def _blocks_from_env() -> list[str]:
-    return [part.strip() for part in os.environ.get("FLEET_ALERT_BLOCKS", "").split(",") if part.strip()]

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import httpx
 from prefect import task
@@ -32,7 +31,7 @@ from fleet.rules.policy import Policy
 from fleet.visual.policy import ReviewMode
 from guard.client import GuardClient
 from guard.keys import GuardKeyMissing, load_keys
-from reporting.alert import SiteDownNotice, deliver_alert
+from reporting.alert import BreakNotice, dashboard_name, deliver_alert, release_of, run_link
 from reporting.settings import MailSettings, notify_block_alone
 from tasks.checks import probe_before_updates, probe_client
 from tasks.events import emit
@@ -144,8 +143,7 @@ async def probe_and_contain(
                         containment.detail)
             base = client.settings.base_url
             emit(site_events(base, site.id, site.name, site.url, containment, run_id, site_page(base, site.id)))
-            if containment.status is ContainmentStatus.unreachable:
-                await alert_site_down(client, site, containment, run_id, settings.report_dir)
+            await alert_break(client, site, containment, applied, run_id, settings.report_dir)
             return site_id, containment
 
         return dict(await fan_out(sorted(saw), contain, settings.probe_concurrency))
@@ -179,16 +177,15 @@ async def look_after_step(watch: VisualWatch | None, sites: list[SiteRecord], st
     return {site_id: look.headline for site_id, look in looks.items() if look.band is Band.broken}
 
 
-async def alert_site_down(client: DashboardClient, site: SiteRecord, containment: Containment, run_id: str,
-                          report_dir: Path) -> list[str]:
-    """The operator's alert, now rather than at the end of the night (mail, or `.eml` under the alerts folder)."""
+async def alert_break(client: DashboardClient, site: SiteRecord, containment: Containment, applied: list[PlanItem],
+                      run_id: str, report_dir: Path) -> list[str]:
+    """The operator's one message about this break, now rather than at the end of the night (mail, or `.eml` under
+    the alerts folder, and the chat): the site, the release, what the night did, what to do."""
     base = client.settings.base_url
-    parts = urlsplit(base)
-    notice = SiteDownNotice(
-        run_name=run_id, dashboard=parts.hostname or "", site_id=site.id, site=f"{site.name} ({site.url})",
-        step=containment.step.value, what_happened=containment.detail, next_steps=containment.next_steps,
-        dashboard_page=site_page(base, site.id), run_url=run_ui_url())
-    return await deliver_alert(notice, night_mail_settings("site-down alert"), report_dir / "alerts")
+    notice = BreakNotice.of(containment, run_name=run_id, dashboard=dashboard_name(base), site_id=site.id,
+                            site=f"{site.name} ({site.url})", release=release_of(containment, applied),
+                            dashboard_page=site_page(base, site.id), run_url=run_ui_url())
+    return await deliver_alert(notice, night_mail_settings("break alert"), report_dir / "alerts")
 
 
 def night_mail_settings(what: str) -> MailSettings:
@@ -202,23 +199,25 @@ def night_mail_settings(what: str) -> MailSettings:
 
 
 def run_ui_url() -> str | None:
-    """This flow run's page in the Prefect UI (None outside a run, or without a UI URL)."""
+    """This flow run's page in the Prefect UI (None outside a run, or without a UI URL), as every message links it."""
     from prefect.runtime import flow_run
 
-    return flow_run.ui_url
+    return run_link(flow_run.id)
 
 
 async def switch_on_fixed_releases(
     client: DashboardClient, sent: list[PlanItem], calls: list[CallResult], jobs: list[JobOutcome],
-    breaks: TonightsBreaks, sites: list[SiteRecord],
+    breaks: TonightsBreaks, sites: list[SiteRecord], run_id: str = "", report_dir: Path = Path("."),
 ) -> list[PlanItem]:
     """The way back: switch on each deactivated culprit whose fixed release the dashboard answered installed (one
     still at the bad version stays off). A release that cannot be switched on (an error answer, such as the 500
     NOMAINWP of a release fatal at load, or an answer that leaves it off) is a break: it stays off, joins tonight's
-    breaks (its site gets nothing more, the version goes nowhere else, the night holds it) and the incident tells
-    it. Returns the items switched on; the probe after the step judges them."""
+    breaks (its site gets nothing more, the version goes nowhere else, the night holds it), the operator hears of
+    it at once (run `run_id`, alerts under `report_dir`) and the incident tells it. Returns the items switched on;
+    the probe after the step judges them."""
     reports = [report for answer in [*calls, *jobs] for report in answer.reports]
     installed = {(report.site_id, report.slug) for report in reports if report.ok and report.slug is not None}
+    by_id = {site.id: site for site in sites}
     names = {site.id: site.name for site in sites}
     switched = []
     for item in sent:
@@ -240,6 +239,8 @@ async def switch_on_fixed_releases(
         containment = switch_on_failed(item, why)
         breaks.learn_break(item.site_id, names.get(item.site_id, str(item.site_id)), containment, [item])
         log.warning("site %d: %s", item.site_id, containment.detail)
+        if run_id:
+            await alert_break(client, by_id[item.site_id], containment, [item], run_id, report_dir)
     return switched
 
 

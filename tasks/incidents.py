@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from datetime import date
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from prefect import task
 
@@ -20,7 +19,7 @@ from fleet.pacing.fan_out import fan_out
 from fleet.rules.incidents import alert_due, broken_again, looked_at, opened
 from fleet.rules.plan import SiteRecord
 from fleet.state.incidents import IncidentStore
-from reporting.alert import StillDownNotice, deliver_alert
+from reporting.alert import StillDownNotice, dashboard_name, deliver_alert
 from tasks.checks import check_sites
 from tasks.contain import night_mail_settings, run_ui_url
 from tasks.events import emit
@@ -97,7 +96,7 @@ async def alert_still_down(incident: Incident, run_id: str, dashboard: str, toda
                            settings: PipelineSettings) -> None:
     """The operator's reminder (mail, or `.eml` under the alerts folder) that a site is still down."""
     notice = StillDownNotice(
-        run_name=run_id, dashboard=urlsplit(dashboard).hostname or "", incident_id=incident.id,
+        run_name=run_id, dashboard=dashboard_name(dashboard), incident_id=incident.id,
         site=f"{incident.site_name} ({incident.site_url})", opened_by=incident.opened_by,
         age_days=incident.age_days(today),
         saw=incident.last_look, done=incident.done, next_steps=incident.next_steps,

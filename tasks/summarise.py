@@ -13,7 +13,7 @@ from fleet.model.vocabulary import count, operator_voice, planned_from, said_cou
 from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 
-PROBLEM_OUTCOMES = (Outcome.failed, Outcome.unchanged, Outcome.unknown)
+PROBLEM_OUTCOMES = (Outcome.failed, Outcome.not_switched_on, Outcome.unchanged, Outcome.unknown)
 TABLE_ROWS = 500  # an artifact is for a person; summary.json holds every row
 
 
@@ -61,7 +61,21 @@ async def write_summary(summary: Summary, run_dir: Path) -> Path:
     if rows:
         await acreate_table_artifact(rows, key=f"{key}-failures"[:100], description="Items that did not update")
     emit([night_finished_event(summary, summary.dashboard or "")])
+    await tell_security_news(summary, run_dir.parent / "alerts")
     return path
+
+
+async def tell_security_news(summary: Summary, alerts: Path) -> None:
+    """Each vulnerability the night saw first (at or above the policy's threshold) to the operator, once: by e-mail
+    (or `.eml`) and through the notification blocks. Bad mail settings never stop the night (the file is written)."""
+    from reporting.alert import SecurityNotice, dashboard_name, deliver_alert
+    from reporting.settings import MailSettings
+    from tasks.contain import run_ui_url
+
+    for news in summary.security_news:
+        notice = SecurityNotice(run_name=summary.run_id, dashboard=dashboard_name(summary.dashboard), news=news,
+                                run_url=run_ui_url())
+        await deliver_alert(notice, MailSettings.alerts_only(), alerts)
 
 
 write_summary_task = task(write_summary, name="summarise", **STEP_OPTIONS)

@@ -12,7 +12,7 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 
-from cli.demo import dashboard_environment
+from cli.demo import dashboard_environment, feed_environment
 from emulator.app import create_app
 from emulator.config import ALL_MODULES, EmulatorConfig
 from emulator.fleet import tag_sites
@@ -78,7 +78,8 @@ def serve(
         ",".join(ALL_MODULES), help="Comma list of active modules (extensions, cost-tracker, logs); '' for none."
     ),
     env_out: Path | None = typer.Option(
-        None, help="Write a ready .env here: the FLEET_* settings that point the pipeline at this emulator (private)."
+        None, help="Write a ready .env here: the FLEET_* settings that point the pipeline at this emulator and its "
+        "vulnerability feed (private)."
     ),
     canary: int = typer.Option(0, min=0, help="Tag this many sites (the first that answer) `canary`, as a person "
                                "tags them in MainWP for the go-live's canary step."),
@@ -141,7 +142,8 @@ def serve(
         if credentials_out is not None:
             credentials_out.write_text(json.dumps(emulator.credentials(base_url), indent=2), encoding="utf-8")
         if env_out is not None:
-            settings = dashboard_environment(emulator.credentials(base_url))
+            settings = dashboard_environment(emulator.credentials(base_url)) | feed_environment(
+                emulator.credentials(base_url))  # the rehearsal covers security: the emulator's feed and its key
             env_out.write_text("".join(f"{name}={value}\n" for name, value in settings.items()), encoding="utf-8")
         if tagged:
             typer.echo(f"sites tagged canary: {', '.join(map(str, tagged))}")

@@ -54,6 +54,7 @@ def list_runs(
                                len(night.broken), night.down, night.delivered))
     typer.echo("S: a security run between nights (fixes only); down: sites down at its end")
     typer.echo("not upd: found and not updated, failed included")
+    typer.echo("sent: reports received, of those sent; .eml: written as .eml files, not sent")
     typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
 
 
@@ -97,9 +98,10 @@ def show(
     for hold in night.holds:
         typer.echo(f"  holds {hold.type.value}:{hold.slug}@{hold.version} since {hold.since}: {hold.reason}")
     for delivery in night.deliveries:
-        how = "held for review" if delivery.held else (
-            f"written to {delivery.eml_path}" if delivery.eml_path else "sent" if delivery.accepted else "NOT sent")
-        typer.echo(f"  report {delivery.report} -> {delivery.recipient}: {how}")
+        how = "held for review" if delivery.held else (f"written as .eml: {delivery.eml_path}" if delivery.eml_path
+                                                       else "sent" if delivery.accepted else "NOT sent")
+        to = f" -> {delivery.recipient}" if delivery.recipient else ""  # a file to forward names nobody
+        typer.echo(f"  report {delivery.report}{to}: {how}")
     for problem in night.errors:
         typer.echo(f"  problem: {problem}")
     typer.echo(f"  summary: {night.directory / 'summary.json'}")

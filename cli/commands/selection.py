@@ -49,14 +49,15 @@ def selection(sites: list[str] | None, tags: list[str] | None, clients: list[str
 
 def check_before_the_run(label: str, request: NightRequest, sends_report: bool, *,
                          unreachable_is_fatal: bool = True, alert_flow: str | None = None) -> None:
-    """Every setting, the policy file, the dashboard's answer to the credentials and the selection, before a flow
-    run (or a temporary Prefect server) exists: a mistake ends here in seconds, with one line. At a terminal the
-    person reads it; without one (cron, systemd) the operator is alerted about the `alert_flow` run that did not
-    start, as a failed scheduled night alerts. A service (`unreachable_is_fatal=False`) starts anyway when the
-    dashboard does not answer now, saying so."""
+    """Every setting, the notification blocks an alert would use, the policy file, the dashboard's answer to the
+    credentials and the selection, before a flow run (or a temporary Prefect server) exists: a mistake ends here
+    in seconds, with one line. At a terminal the person reads it; without one (cron, systemd) the operator is
+    alerted about the `alert_flow` run that did not start, as a failed scheduled night alerts. A service
+    (`unreachable_is_fatal=False`) starts anyway when the dashboard does not answer now, saying so."""
     from dashboard.client import DashboardClient
     from dashboard.errors import TransportError
     from fleet.state.continuity import adopt_legacy_state
+    from reporting.alert import check_alert_blocks
     from reporting.settings import MailSettings
     from tasks.preflight import check_dashboard, check_settings
 
@@ -64,6 +65,7 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
         checked = check_settings(request, dashboard_from_environment=True,
                                  mail=MailSettings if sends_report else None)
         settings = checked.settings
+        await check_alert_blocks(checked.mail or MailSettings.alerts_only())  # a site down, a failed night
         moved = adopt_legacy_state(settings)  # what the dashboard's memory holds, the night itself says
         if moved:
             typer.secho(moved, fg=typer.colors.YELLOW, err=True)

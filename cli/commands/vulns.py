@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 if TYPE_CHECKING:
+    from fleet.model.summary import Outcome as OutcomeType
     from fleet.model.vulnerability import Vulnerability
     from reporting.rows import ReportSummary
 
-app = typer.Typer(help="The fleet's known vulnerabilities (the Wordfence Intelligence feed, matched each night).",
-                  no_args_is_help=True)
+app = typer.Typer(help="The fleet's known vulnerabilities (the Wordfence Intelligence feed, matched each night); "
+                  "alone, as `fleet vulns show`.", invoke_without_command=True)
 
 RunDir = Annotated[Path | None, typer.Option("--run", help="A run directory (default: the latest run under "
                                                            "FLEET_REPORT_DIR).")]
@@ -27,10 +28,9 @@ def _latest(run: Path | None) -> Path:
     if run is not None:
         return run
     runs = run_directories(PipelineSettings().report_dir)
-    if not runs:
-        typer.secho("no run yet: no summary.json under FLEET_REPORT_DIR (run `fleet nightly` first)",
-                    fg=typer.colors.RED, err=True)
-        raise typer.Exit(2)
+    if not runs:  # not a mistake: nothing to list yet, as `fleet runs` says it
+        typer.echo("no run yet: no summary.json under FLEET_REPORT_DIR (run `fleet nightly` first)")
+        raise typer.Exit(0)
     return runs[-1]
 
 
@@ -38,9 +38,28 @@ def _labels(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability]) ->
     return "; ".join(v.label for v in vulnerabilities)
 
 
+def _fate(outcome: OutcomeType, summary: ReportSummary) -> str:
+    """What became of a fix, in the reports' words: installed, or the word of its outcome (held, failed, ...)."""
+    from fleet.model.summary import Outcome
+    from fleet.model.vocabulary import operator_voice
+
+    if outcome is Outcome.updated:
+        return "would be installed" if summary.dry_run else "installed"
+    return operator_voice().term(outcome).word
+
+
 def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
-    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike."""
+    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike; each
+    says how long its advisory has been public (or how soon after it the fix was installed)."""
+    from fleet.model.summary import Outcome
     from fleet.model.vulnerability import Security
+    from reporting.security import public_hours, span
+
+    def public(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability], installed: bool = False) -> str:
+        hours = public_hours(vulnerabilities, summary.finished_at)
+        if hours is None:
+            return ""
+        return f" ({span(hours)} after its advisory)" if installed else f" (public for {span(hours)})"
 
     rows = []
     for item in summary.items:
@@ -50,14 +69,24 @@ def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
         site = f"{item.site_name} ({item.site_url})"
         name = f"{item.type.value} {item.name or item.slug}"
         if security.security is Security.fixes:
-            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {item.outcome.value}",
-                         _labels(security.fixes)))
+            installed = item.outcome is Outcome.updated and not summary.dry_run
+            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {_fate(item.outcome, summary)}"
+                         + public(security.fixes, installed), _labels(security.fixes)))
         if security.open:
-            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered", _labels(security.open)))
+            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered" + public(security.open),
+                         _labels(security.open)))
     for exposed in summary.exposure:
         rows.append((f"{exposed.site_name} ({exposed.site_url})", f"{exposed.type} {exposed.name or exposed.slug}",
-                     f"{exposed.version}: no fix offered", _labels(exposed.vulnerabilities)))
+                     f"{exposed.version}: no fix offered" + public(exposed.vulnerabilities),
+                     _labels(exposed.vulnerabilities)))
     return rows
+
+
+@app.callback()
+def listing(context: typer.Context) -> None:
+    """`fleet vulns` alone lists what `fleet vulns show` lists: the last night's vulnerable items by site."""
+    if context.invoked_subcommand is None:
+        show(run=None, by="site")
 
 
 @app.command("show")
@@ -104,6 +133,8 @@ def show(run: RunDir = None,
 @app.command("refresh")
 def refresh() -> None:
     """Read the vulnerability feed now (FLEET_VULN_FEED), whatever FLEET_VULN_REFRESH says; one line either way."""
+    import logging
+
     from pydantic import ValidationError
 
     from fleet.engine.vulnerability_feed import refresh_feed
@@ -121,6 +152,7 @@ def refresh() -> None:
         typer.secho("FLEET_VULN_FEED_KEY is not set: the feed's URL needs a (free) Wordfence Intelligence key",
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
+    logging.getLogger("fleet").addHandler(logging.NullHandler())  # the line below says it: not Python's too
     store = VulnerabilityStore(PipelineSettings().home_state_path)  # the feed's copy is the home's own
     try:
         status = refresh_feed(settings, store, force=True)
@@ -130,5 +162,5 @@ def refresh() -> None:
         typer.secho(f"{status.problem}; the last good copy stays in use (fetched {status.fetched_at or 'never'})",
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
-    typer.echo(f"read {status.records:,} records from {status.source}"
+    typer.echo(f"read {status.records:,} record{'' if status.records == 1 else 's'} from {status.source}"
                + (f"; {len(status.skipped)} odd record(s) left out: {status.skipped[0]}" if status.skipped else ""))

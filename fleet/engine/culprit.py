@@ -87,10 +87,10 @@ def switch_on_failed(item: PlanItem, why: str) -> Containment:
     name = item.name or item.slug
     return Containment(
         step=UpdateType.plugin, saw=f"switching on {name} {item.to_version} failed: {why}",
-        status=ContainmentStatus.contained, culprit=suspect_of(item),
-        detail=f"{name} {item.to_version} (the way back) was installed, but switching it on failed ({why}); it "
-               "stays deactivated",
-        next_steps=f"{name} stays deactivated: restore version {item.from_version or 'the last good one'} or wait "
+        status=ContainmentStatus.contained, culprit=suspect_of(item), never_ran=True,
+        detail=f"{name} {item.to_version} (the way back) was installed switched off and never ran; it stays "
+               "deactivated",
+        next_steps=f"{name} stays deactivated: restore version {item.to_restore or 'the last good one'} or wait "
                    "for a release that switches on, then re-activate it")
 
 
@@ -100,7 +100,7 @@ def restore_steps(applied: list[PlanItem]) -> str:
     steps = []
     for item in applied:
         folder = ITEM_FOLDERS.get(item.type)
-        back = f"restore version {item.from_version}" if item.from_version else "restore the version before"
+        back = f"restore version {item.to_restore}" if item.to_restore else "restore the version before"
         if folder:
             steps.append(f"rename {folder}/{item.slug.split('/', 1)[0]} ({item.name or item.slug}), then {back}")
         else:

@@ -314,7 +314,7 @@ class Night:
                                                         if summary.did_nothing else [])
         summary.looks = self.visual.finish(set(self.breaks.sites)) if self.visual else []
         if self.security is not None:
-            self.security.mark(summary)
+            self.security.mark(summary, policy.security)
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,
             update_items=sum(1 for item in done.items if item.applied_by_run is None), checks=len(done.checks),

@@ -61,9 +61,10 @@ def build_summary(
     # a dry run lists what it would apply before what it would not
     items.sort(key=lambda item: (plan.dry_run and item.rule != DRY_RUN_RULE, item.site_id,
                                  list(type(item.type)).index(item.type), item.slug))
-    updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}
     broken, already_down = judge_sites(items, [(site.id, site.url, site.name, site.client) for site in plan.sites],
                                        checks, dashboard, containments or {})
+    updated_sites = {item.site_id for item in items if item.outcome is Outcome.updated}  # as judged: a release
+    # that was never switched on is not an update
     if not mail_clients_when_broken:
         clients = hold_client_mail(clients, broken)
     sites = [

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dashboard.models import UpdateType
-from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity
+from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity, SecurityNews
 
 SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
@@ -46,6 +46,7 @@ class Outcome(StrEnum):
     skipped = "skipped"  # site offline, suspended, disconnected or child too old
     deferred = "deferred"  # outside the site's maintenance window or in a blackout: not touched tonight
     unknown = "unknown"  # no answer
+    not_switched_on = "not_switched_on"  # installed switched off (the way back), and switching it on failed: never ran
 
 
 NOT_ATTEMPTED = frozenset(
@@ -182,6 +183,8 @@ class Containment(BaseModel):
     rounds: int = Field(0, description="Deactivate/re-activate rounds the bisection probed.")
     detail: str = Field("", description="What was done, in words.")
     next_steps: str = Field("", description="What the operator should do now.")
+    never_ran: bool = Field(False, description="The culprit is a release installed switched off (the way back) "
+                            "that could not be switched on: it never ran on the site.")
 
     @property
     def headline(self) -> str:
@@ -321,6 +324,8 @@ class Incident(BaseModel):
     saw: str = ""
     culprit: Suspect | None = None
     suspects: list[Suspect] = Field(default_factory=list)
+    last_good: str | None = Field(None, description="The culprit's version that last worked on the site, before the "
+                                  "incident's first break: what to restore (never a version a break since held).")
     done: str = Field("", description="What the nights did about it, in words.")
     next_steps: str = ""
     dashboard_page: str | None = None
@@ -500,6 +505,9 @@ class Summary(BaseModel):
                                      "and no update pending: vulnerable, no fix offered.")
     unchecked_sites: list[int] = Field(default_factory=list, description="Selected sites whose installed items "
                                        "could not be matched (never read as clean).")
+    security_news: list[SecurityNews] = Field(
+        default_factory=list, description="What the operator is told of once tonight: a new vulnerability with no fix "
+        "and a fix first offered and not installed, at or above the policy's threshold (alerted with the summary).")
     exposure_stats: ExposureStats | None = Field(None, description="Exposure across nights on this dashboard: "
                                                  "open now, and the time from a fix offered to patched.")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "

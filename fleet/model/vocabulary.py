@@ -59,6 +59,9 @@ AWAITING_APPROVAL = Term("awaiting_approval", "awaiting approval", "Applied only
 OPERATOR_TERMS: Mapping[Outcome, Term] = {
     Outcome.updated: UPDATED,
     Outcome.failed: Term("failed", "failed", "The update was attempted and the site reported an error."),
+    Outcome.not_switched_on: Term("not_switched_on", "not switched on", "Installed switched off on the way back to "
+                                  "a site a release broke, and switching it on failed: it never ran, stays "
+                                  "deactivated and is held."),
     Outcome.unknown: Term("unknown", "no answer", "The update was sent but no answer came back; the version is not "
                           "known to have moved."),
     Outcome.unchanged: Term("unchanged", "unchanged", "No error was reported, but the installed version did not "
@@ -83,6 +86,7 @@ CLIENT_TERMS: Mapping[Outcome, Term] = {
     Outcome.failed: NOT_INSTALLED,
     Outcome.unknown: NOT_INSTALLED,
     Outcome.unchanged: NOT_INSTALLED,
+    Outcome.not_switched_on: NOT_INSTALLED,
     Outcome.held: Term("held", "held back", "Kept back on purpose; each says why.", until="held until"),
     Outcome.delayed: Term("waiting", "waiting a few days", "We install a new release a few days after it comes "
                           "out, once it has proved itself; each says from when.", until="due from"),
@@ -96,15 +100,15 @@ CLIENT_TERMS: Mapping[Outcome, Term] = {
 
 # Attention first: what went wrong, then what was decided not to do.
 OUTCOME_ORDER = (
-    Outcome.updated, Outcome.failed, Outcome.unknown, Outcome.unchanged, Outcome.held, Outcome.delayed,
-    Outcome.ignored, Outcome.excluded, Outcome.skipped, Outcome.deferred,
+    Outcome.updated, Outcome.failed, Outcome.not_switched_on, Outcome.unknown, Outcome.unchanged, Outcome.held,
+    Outcome.delayed, Outcome.ignored, Outcome.excluded, Outcome.skipped, Outcome.deferred,
 )  # fmt: skip
 # A client reads what was left out on purpose last, in one sentence.
 CLIENT_ORDER = (
-    Outcome.updated, Outcome.failed, Outcome.unknown, Outcome.unchanged, Outcome.held, Outcome.delayed,
-    Outcome.skipped, Outcome.deferred, Outcome.ignored, Outcome.excluded,
+    Outcome.updated, Outcome.failed, Outcome.not_switched_on, Outcome.unknown, Outcome.unchanged, Outcome.held,
+    Outcome.delayed, Outcome.skipped, Outcome.deferred, Outcome.ignored, Outcome.excluded,
 )  # fmt: skip
-ATTENTION = (Outcome.failed, Outcome.unknown, Outcome.unchanged)  # attempted, and not updated
+ATTENTION = (Outcome.failed, Outcome.not_switched_on, Outcome.unknown, Outcome.unchanged)  # attempted, not updated
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,14 @@ def said_counts(summary: Summary) -> dict[Outcome, int]:
         outcome = said_outcome(item.outcome, item.rule)
         counts[outcome] = counts.get(outcome, 0) + 1
     return counts
+
+
+def with_reason(word: str, reason: str | None) -> str:
+    """`held: the agency checks it first`: an outcome's word and its reason, the word said once (a hold's reason
+    already starts "held: ")."""
+    if not reason:
+        return word
+    return reason if reason.lower().startswith(f"{word}:") else f"{word}: {reason}"
 
 
 def moment(value: datetime) -> str:

@@ -10,7 +10,8 @@ from urllib.parse import urlsplit, urlunsplit
 from fleet.model.summary import Containment, ContainmentStatus, HealthCheck, Item, Outcome, SiteAlarm, Suspect
 
 # applied, or perhaps applied (no answer); an item that failed or did not move was never applied: not a suspect
-SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown)  # in that order
+# (a release that could not be switched on was installed: it is its break's culprit)
+SUSPECT_OUTCOMES = (Outcome.updated, Outcome.unknown, Outcome.not_switched_on)  # in that order
 SENT_OUTCOMES = (*SUSPECT_OUTCOMES, Outcome.failed, Outcome.unchanged)  # the night sent it: the site was touched
 
 
@@ -90,6 +91,8 @@ def judge_sites(
                 suspects = [item for item in suspects if item.type is contained.step]
             for item in suspects:
                 item.suspect = True
+                if contained is not None and contained.never_ran:  # installed, never ran: not an update
+                    item.outcome, item.reason = Outcome.not_switched_on, contained.saw
             saw = check.problem if not check.healthy else ""
             if contained is not None:
                 saw = "; ".join(part for part in (f"after the {contained.step.value} updates: {contained.saw}",

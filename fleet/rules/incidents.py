@@ -34,7 +34,8 @@ def opened(alarm: SiteAlarm, check: HealthCheck | None, dashboard: str, run_id: 
     incident = Incident(
         dashboard=dashboard, site_id=alarm.site_id, site_url=alarm.site_url, site_name=alarm.site_name,
         client=alarm.client, opened_by=run_id, opened_at=at, status=status, saw=alarm.saw, culprit=culprit,
-        suspects=alarm.suspects, done=_done(alarm, run_id), next_steps=contained.next_steps if contained else
+        suspects=alarm.suspects, last_good=culprit.from_version if culprit is not None else None,
+        done=_done(alarm, run_id), next_steps=contained.next_steps if contained else
         "roll back the suspects by hand (or restore the backup)", dashboard_page=alarm.dashboard_page,
         deactivated=left_off, down=down, last_look=f"{run_id}: {'down' if down else 'up'} after the night",
         alerted_on=at.date())
@@ -59,8 +60,10 @@ def broken_again(incident: Incident, alarm: SiteAlarm, check: HealthCheck | None
     still_off = [slug for slug in incident.deactivated
                  if slug not in touched and (active is None or active.get(slug) is False)]
     earlier = f"earlier break: {_told(incident)}"
+    first = incident.culprit.from_version if incident.culprit is not None else None
     return incident.model_copy(update={
         "status": again.status, "saw": again.saw, "culprit": again.culprit, "suspects": again.suspects,
+        "last_good": incident.last_good or first or again.last_good,
         "done": f"{incident.done}; {earlier}; {again.done}", "next_steps": again.next_steps,
         "deactivated": list(dict.fromkeys(again.deactivated + still_off)), "down": again.down,
         "last_look": again.last_look})
@@ -125,14 +128,21 @@ def still_off(incident: Incident, active: dict[str, bool] | None) -> list[str]:
 
 def fixed_releases(items: list[PlanItem], incidents: list[Incident]) -> list[PlanItem]:
     """The way back: each item to apply tonight that is a newer release of a culprit an open incident left
-    deactivated on that site. The night installs it on that site alone, switches it on and probes: healthy, the
-    incident closes; broken, it is deactivated again and that release held too."""
-    culprits = {(incident.site_id, incident.culprit.slug): incident.culprit.to_version
+    deactivated on that site, knowing the version that last worked there (`last_good`: what to restore if it fails
+    too). The night installs it on that site alone, switches it on and probes: healthy, the incident closes;
+    broken, it is deactivated again and that release held too."""
+    culprits = {(incident.site_id, incident.culprit.slug): incident
                 for incident in incidents if incident.culprit is not None
                 and incident.culprit.type is UpdateType.plugin and incident.culprit.slug in incident.deactivated}
-    return [item for item in items
-            if item.decision is Decision.apply and item.type is UpdateType.plugin
-            and (item.site_id, item.slug) in culprits and _newer(item.to_version, culprits[(item.site_id, item.slug)])]
+    return [item.model_copy(update={"last_good": _last_good(culprits[(item.site_id, item.slug)])}) for item in items
+            if item.decision is Decision.apply and item.type is UpdateType.plugin and (item.site_id, item.slug)
+            in culprits and _newer(item.to_version, culprits[(item.site_id, item.slug)].culprit.to_version)]
+
+
+def _last_good(incident: Incident) -> str | None:
+    """The version that last worked on the incident's site: before its first break (an incident kept before it
+    was remembered: its culprit's version before)."""
+    return incident.last_good or (incident.culprit.from_version if incident.culprit is not None else None)
 
 
 def alert_due(incident: Incident, run_id: str, today: date) -> bool:

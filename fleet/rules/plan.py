@@ -126,6 +126,13 @@ class PlanItem(DetectedUpdate):
     cohort: str | None = None
     approved_by: str | None = None
     security: ItemSecurity | None = None  # its class against the vulnerability feed (None: not classed)
+    last_good: str | None = None  # the way back: the version that last worked on its site (an open incident's)
+
+    @property
+    def to_restore(self) -> str | None:
+        """The version to put back if this release breaks its site: the one before it, or on the way back the one
+        that last worked (the version before it broke the site and is held)."""
+        return self.last_good or self.from_version
 
     @property
     def outcome(self) -> Outcome:

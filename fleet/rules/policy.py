@@ -6,6 +6,7 @@ rule off). `decide` answers one question per item: apply it, or which rule stopp
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Iterable
@@ -14,7 +15,8 @@ from datetime import date, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -588,8 +590,48 @@ def _format_error(path: Path, error: ValidationError) -> str:
     for problem in error.errors():
         where = ".".join(str(part) for part in problem["loc"]) or "(top level)"
         message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            message = _unknown_key(problem["loc"])
         lines.append(f"{path}: {where}: {message}")
     return "\n".join(lines)
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """A key no policy setting has at that place, with the nearest one that does (`min_age_day`: min_age_days)."""
+    model = _model_at(Policy, loc[:-1])
+    known = sorted(model.model_fields) if model is not None else []
+    nearest = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if nearest:
+        return f"not a policy setting here: did you mean {nearest[0]}?"
+    return f"not a policy setting here (one of: {', '.join(known)})" if known else "not a policy setting"
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model a key at `loc` belongs to, following fields, list positions and mapping keys (None: no model)."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _plain(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif get_origin(annotation) in (list, tuple) and isinstance(part, int):
+            annotation = get_args(annotation)[0]
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+        else:
+            return None
+    annotation = _plain(annotation)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _plain(annotation: Any) -> Any:
+    """`X | None` as X; a union of a model and something else as the model."""
+    options = [arg for arg in get_args(annotation) if arg is not type(None)] if get_origin(annotation) in (
+        Union, UnionType) else [annotation]
+    models = [arg for arg in options if isinstance(arg, type) and issubclass(arg, BaseModel)]
+    return models[0] if models else options[0]
 
 
 def parse_policy(data: Any, source: Path = Path("<policy>")) -> Policy:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.model.vulnerability import ExposureStats
+from fleet.model.vulnerability import ExposureStats, Wait, published_at
 from fleet.state.database import open_state_db
 
 _SCHEMA = """
@@ -73,16 +73,46 @@ class ExposureStore:
                     waited[(site, type_, slug)] = max(hours, waited.get((site, type_, slug), 0.0))
         return waited
 
-    def stats(self, dashboard: str) -> ExposureStats:
-        rows = self._db.execute("SELECT site_id, fix_offered, patched FROM vuln_exposure WHERE dashboard = ?",
-                                (dashboard,)).fetchall()
-        still = [(site, fix) for site, fix, patched in rows if patched is None]
-        hours = [(datetime.fromisoformat(patched) - datetime.fromisoformat(fix)).total_seconds() / 3600
-                 for _, fix, patched in rows if patched is not None and fix is not None]
-        stats = ExposureStats(open=len(still), open_sites=len({site for site, _ in still}),
-                              open_fixable=sum(1 for _, fix in still if fix), patched=len(hours))
-        if hours:
-            stats.median_hours, stats.worst_hours = statistics.median(hours), max(hours)
-            stats.within_24h, stats.within_72h, stats.within_7d = (
-                sum(1 for h in hours if h <= limit) / len(hours) for limit in (24, 72, 168))
+    def new_tonight(self, dashboard: str, now: datetime) -> tuple[set[Key], set[Key]]:
+        """What tonight's look (`record` at `now`) saw for the first time: (vulnerabilities first seen with no fix
+        offered, fixes first offered and not installed). Nothing on the dashboard's first night with the feed:
+        everything is new then, and the report lists it."""
+        stamp = now.isoformat()
+        known = self._db.execute("SELECT 1 FROM vuln_exposure WHERE dashboard = ? AND first_seen < ? LIMIT 1",
+                                 (dashboard, stamp)).fetchone()
+        if known is None:
+            return set(), set()
+        rows = self._db.execute(
+            "SELECT site_id, type, slug, vuln_id, first_seen, fix_offered, patched FROM vuln_exposure WHERE "
+            "dashboard = ? AND patched IS NULL AND (first_seen = ? OR fix_offered = ?)",
+            (dashboard, stamp, stamp)).fetchall()
+        no_fix = {tuple(row[:4]) for row in rows if row[4] == stamp and row[5] is None}
+        not_installed = {tuple(row[:4]) for row in rows if row[5] == stamp}
+        return no_fix, not_installed  # type: ignore[return-value]
+
+    def stats(self, dashboard: str, now: datetime | None = None) -> ExposureStats:
+        """The measures at `now` (the night's end): open, the open ones' age without a fix, and each patched one's
+        time from the advisory's publication, from the fix's (first offered to any site here) and from the fix
+        first offered to its site."""
+        rows = self._db.execute(
+            "SELECT site_id, type, slug, vuln_id, published, first_seen, fix_offered, patched, MIN(fix_offered) OVER "
+            "(PARTITION BY type, slug, vuln_id) FROM vuln_exposure WHERE dashboard = ?", (dashboard,)).fetchall()
+        now = now or datetime.now(UTC)
+        still = [row for row in rows if row[7] is None]
+        no_fix = [row for row in still if row[6] is None]
+        ages = [(now - (published_at(published) or datetime.fromisoformat(first))).total_seconds() / 86400
+                for *_, published, first, _fix, _patched, _ in no_fix]
+        done = [row for row in rows if row[7] is not None and row[6] is not None]
+
+        def hours(start: str | None, end: str) -> float | None:
+            begun = published_at(start)
+            return None if begun is None else max(0.0, (datetime.fromisoformat(end) - begun).total_seconds() / 3600)
+
+        stats = ExposureStats(open=len(still), open_sites=len({row[0] for row in still}),
+                              open_fixable=len(still) - len(no_fix), no_fix=len(no_fix), patched=len(done),
+                              since_published=Wait.of([h for row in done if (h := hours(row[4], row[7])) is not None]),
+                              since_fix=Wait.of([h for row in done if (h := hours(row[8], row[7])) is not None]),
+                              since_offered=Wait.of([h for row in done if (h := hours(row[6], row[7])) is not None]))
+        if ages:
+            stats.no_fix_median_days, stats.no_fix_oldest_days = statistics.median(ages), max(ages)
         return stats

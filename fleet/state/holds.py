@@ -245,7 +245,8 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     for alarm in summary.broken:
         culprit = alarm.containment.culprit if alarm.containment is not None else None
         revived = alarm.containment is not None and alarm.containment.status is ContainmentStatus.revived
-        applied = [s for s in alarm.suspects if s.to_version and (s.outcome is Outcome.updated or revived)]
+        applied = [s for s in alarm.suspects if s.to_version and (
+            s.outcome in (Outcome.updated, Outcome.not_switched_on) or revived)]
         for suspect in applied:
             is_culprit = len(applied) == 1 or (culprit is not None and (culprit.type, culprit.slug)
                                                == (suspect.type, suspect.slug))

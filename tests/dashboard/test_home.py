@@ -73,3 +73,61 @@ def test_a_bad_setting_names_its_variable_and_the_file_it_came_from(
     assert f"FLEET_BASE_URL in {here / '.env'}: must be an http(s) URL" in message
     assert f"FLEET_API_KEY in {here / '.env'}: is not a MainWP REST API key: a key reads <secret>==<key>" in message
     assert "just-a-password" not in message and "base_url" not in message
+
+
+def test_a_setting_not_set_says_where_it_looked(two_directories: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    here, _ = two_directories
+    monkeypatch.chdir(here)
+    with pytest.raises(ConfigurationError) as raised:
+        DashboardClient.from_env()
+    home = fleet_home()
+    assert (f"FLEET_BASE_URL (not set: not in the environment, nor in {home / '.env'} (no such file) or "
+            f"{here / '.env'} (no such file)): Field required") in str(raised.value)
+
+
+def test_a_fleet_name_no_setting_reads_is_one_line_with_the_nearest_before_any_work(
+    two_directories: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo in the home's `.env` or the environment stops every command at once, naming the known setting it is
+    nearest to; a name only the service reads (the schedule) is known too."""
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    here, _ = two_directories
+    monkeypatch.chdir(here)
+    home = fleet_home()
+    home.mkdir(parents=True)
+    (home / ".env").write_text("FLEET_SMTP_HOTS=mail.example.com\nFLEET_SCHEDULE_CRON=0 3 * * *\n")
+    monkeypatch.setenv("FLEET_KILL_SWITCH_SITE", "3")
+    monkeypatch.setenv("FLEET_REPORT_DIR", str(here / "reports"))
+    result = CliRunner().invoke(app, ["runs"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        "fleet runs not started: FLEET_KILL_SWITCH_SITE (environment): not a setting: did you mean "
+        f"FLEET_KILL_SWITCH_SITES?; FLEET_SMTP_HOTS in {home / '.env'}: not a setting: did you mean FLEET_SMTP_HOST?"]
+    monkeypatch.delenv("FLEET_KILL_SWITCH_SITE")
+    (home / ".env").write_text("FLEET_SMTP_HOST=mail.example.com\nFLEET_SCHEDULE_CRON=0 3 * * *\n")
+    result = CliRunner().invoke(app, ["runs"])
+    assert result.exit_code == 0 and "no run yet" in result.output, result.output
+
+
+def test_every_settings_class_is_where_the_name_check_looks() -> None:
+    """A settings class in a module the check does not import would make its names look like typos."""
+    import importlib
+    import pkgutil
+
+    from cli.setting_names import SERVICE_SETTINGS_MODULES, SETTINGS_MODULES
+    from dashboard.home import FleetSettings
+
+    root = Path(__file__).resolve().parents[2]
+    for package in ("cli", "dashboard", "deployments", "fleet", "flows", "reporting", "tasks", "vulnfeed"):
+        for module in pkgutil.walk_packages([str(root / package)], prefix=f"{package}."):
+            importlib.import_module(module.name)
+    classes, found = [FleetSettings], set()
+    while classes:
+        settings = classes.pop()
+        classes += settings.__subclasses__()
+        found.add(settings.__module__)
+    assert found - {"dashboard.home"} <= set(SETTINGS_MODULES + SERVICE_SETTINGS_MODULES)

@@ -19,7 +19,7 @@ from deployments.automations import (
     said,
     wanted_automations,
 )
-from reporting.alert import Alert, SiteDownNotice
+from reporting.alert import Alert, BreakNotice
 from reporting.settings import MailSettings
 
 
@@ -91,8 +91,26 @@ def test_the_notify_block_gets_one_short_line_with_the_link(monkeypatch: pytest.
     assert alert.short == ("fleet-maintenance: the nightly-maintenance run brave-fox ended Failed (dashboard "
                            "dash.example.com): SitesBrokenByRun: run 1 broke 2 sites: Shop, Blog "
                            "http://prefect/runs/flow-run/1")
-    down = SiteDownNotice(run_name="run-1", dashboard="dash.example.com", site_id=3, site="Shop (https://shop)",
-                          step="plugin", what_happened="no answer", next_steps="restart PHP on its server",
-                          dashboard_page="https://dash/page/3", run_url="http://prefect/runs/flow-run/1")
+    down = BreakNotice(run_name="run-1", dashboard="dash.example.com", site_id=3, site="Shop (https://shop)",
+                       step="plugin", release="Forms 1.3 → 1.4", did="could switch nothing off", saw="HTTP 500",
+                       next_steps="restart PHP on its server", down=True, dashboard_page="https://dash/page/3",
+                       run_url="http://prefect/runs/flow-run/1")
     assert "\n" not in down.short and down.short.endswith("http://prefect/runs/flow-run/1")
-    assert "Shop (https://shop) is down" in down.short
+    assert "Shop (https://shop) is down, unreachable by the dashboard" in down.short and "Forms 1.3 → 1.4" in down.short
+
+
+def test_the_kill_switch_message_ends_without_a_stray_none() -> None:
+    """Rendered as Prefect's server renders it, for an event that names no flow run (and a server without a UI
+    address): the message ends with its last sentence, not "None"."""
+    from uuid import uuid4
+
+    from prefect.server.events.jinja_filters import all_filters
+    from prefect.server.utilities.user_templates import register_user_template_filters, render_user_template_sync
+
+    register_user_template_filters(all_filters)
+    event = {"resource": {"prefect.resource.name": "Shop", "fleet.dashboard": "dash.example.com"},
+             "payload": {"run_id": "r1", "problems": ["operator -> ops@example.com: 550 no such mailbox"]}}
+    for automation in wanted_automations(AutomationSettings(), uuid4()):
+        for action in [action for action in automation.actions if isinstance(action, SendNotification)]:
+            said = render_user_template_sync(action.body, {"event": event, "flow_run": None, "deployment": None})
+            assert "None" not in said and not said.endswith(" "), said

@@ -152,7 +152,7 @@ async def test_a_load_time_break_alerts_at_once_counts_against_the_budget_and_is
     [alarm] = summary.broken
     assert alarm.containment.status is ContainmentStatus.unreachable
     assert alarm.containment.headline == "down, unreachable by the dashboard"
-    [alert] = list((tmp_path / "reports" / "alerts").glob(f"site-down-*-{site['id']}.eml"))
+    [alert] = list((tmp_path / "reports" / "alerts").glob(f"break-*-{site['id']}.eml"))
     message = email.message_from_bytes(alert.read_bytes(), policy=email.policy.default)
     text = message.get_body(("plain",)).get_content()
     assert "down, unreachable by the dashboard" in message["subject"] and alarm.site_name in message["subject"]

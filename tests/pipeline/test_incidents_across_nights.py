@@ -73,7 +73,7 @@ def test_a_site_dead_at_load_stays_an_incident_until_its_repair_is_checked(dashb
     assert code == 7
     [alarm] = first.broken
     assert alarm.containment.status is ContainmentStatus.unreachable
-    [alert] = nights.alerts("site-down", first.run_id)
+    [alert] = nights.alerts("break", first.run_id)
     text = alert.get_body(("plain",)).get_content()
     from_version = next(i.from_version for i in first.items if i.slug == bad)
     assert site["url"].rstrip("/") in text and folder in text and f"restore version {from_version}" in text
@@ -92,7 +92,7 @@ def test_a_site_dead_at_load_stays_an_incident_until_its_repair_is_checked(dashb
            f"open 2 days" in operator
     assert folder in operator and "fleet incidents close" in operator
     [again] = nights.alerts("still-down", second.run_id)
-    assert "still down, 2 day(s) after run" in again["subject"] and alarm.site_name in again["subject"]
+    assert "still down, 2 days after run" in again["subject"] and alarm.site_name in again["subject"]
     body = again.get_body(("plain",)).get_content()
     assert folder in body and f"restore version {from_version}" in body and site["url"] in body
     [reviewed] = second.incidents

@@ -89,6 +89,7 @@ def test_a_quiet_night_between_a_break_and_a_lagging_sites_offer_ends_no_hold(da
 def test_a_way_back_release_fatal_when_switched_on_is_a_break_and_goes_nowhere_else(dashboard, tmp_path: Path):
     lab = Lab(emulator := dashboard(sites=12, seed=4), tmp_path / "reports")
     slug, (site, second) = sites_sharing_a_plugin(emulator.truth())
+    worked = lab.plugin(site, slug)["version"]  # the version that last worked on the site
     lab.offer(site, slug, "99.3.0", fault="break")
     code, _, _ = lab.night(site["id"])  # 1.3: a front-end fatal, contained (deactivated), an open incident
     assert code == 7 and lab.plugin(site, slug)["active"] is False
@@ -105,10 +106,19 @@ def test_a_way_back_release_fatal_when_switched_on_is_a_break_and_goes_nowhere_e
     assert "NOMAINWP" in alarm.saw
     [tried] = [i for i in way_back.items if (i.site_id, i.slug) == (site["id"], slug)]
     assert tried.suspect, "not a healthy update"
+    assert tried.outcome is Outcome.not_switched_on, "a release that never ran is not an update"
+    assert way_back.counts.by_outcome.get(Outcome.updated, 0) == 0
+    assert way_back.counts.by_outcome[Outcome.not_switched_on] == 1
+    assert "Not switched on (1)" in operator and "Updated (1)" not in operator
+    assert "The checked site is healthy" not in operator, "a report that says a site broke"
     assert (slug, "99.6.0") in lab.held()
     [told] = [i for i in way_back.incidents if i.id == incident.id]
     assert told.is_open and told.culprit.to_version == "99.6.0" and told.deactivated == [slug]
-    assert way_back.run_id in told.done and "NOMAINWP" in told.done
+    assert way_back.run_id in told.done and "never ran" in told.done and "NOMAINWP" in told.saw
+    # the advice names the version that last worked, never the held one that broke the site the night before
+    for said in (told.next_steps, alarm.containment.next_steps, operator):
+        assert f"restore version {worked}" in said and "restore version 99.3.0" not in said
+    assert alarm.saw.count("NOMAINWP") == 1 and told.saw.count("NOMAINWP") == 1, "a reason is said once"
 
     lab.offer(second, slug, "99.6.0", fault="load")  # then offered to a second site as its ordinary update
     code, after, _ = lab.night(second["id"])

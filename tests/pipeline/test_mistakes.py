@@ -70,7 +70,8 @@ def test_a_night_that_would_send_over_smtp_without_a_sender_stops_before_any_req
     before = sum(emulator.truth()["request_counts"].values())
     result = CliRunner().invoke(app, ["nightly", "--report-dir", str(tmp_path)])
     assert result.exit_code == 2, result.output
-    assert "FLEET_MAIL_FROM (not set): mail sent over SMTP (FLEET_SMTP_HOST) needs a sender" in result.output
+    assert "FLEET_MAIL_FROM (not set: not in the environment" in result.output
+    assert "): mail sent over SMTP (FLEET_SMTP_HOST) needs a sender" in " ".join(result.output.split())
     assert sum(emulator.truth()["request_counts"].values()) == before  # not even the fleet was listed
     assert not list(tmp_path.rglob("summary.json"))
 
@@ -175,3 +176,45 @@ async def test_a_bad_mail_setting_stops_a_deployment_run_before_its_first_write(
     assert "FLEET_SMTP_SECURITY (environment): Input should be 'ssl', 'starttls' or 'none'" in state.message
     assert emulator.writes() == before
     assert not (Path(os.environ["FLEET_REPORT_DIR"]) / "alerts").exists()
+
+
+def test_a_first_run_at_a_terminal_without_a_dotenv_says_where_it_looked_and_no_telemetry_notice(tmp_path: Path):
+    """A new user's first command at a terminal (standard output and error a terminal, a fresh Prefect home, no CI):
+    the one line says which files it looked in, and Prefect prints no telemetry notice (and records none)."""
+    import pty
+    import subprocess
+    import sys
+
+    from prefect._internal.analytics.ci_detection import CI_ENV_VARS
+
+    root = Path(__file__).resolve().parents[2]
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PREFECT_", "FLEET_", "DO_NOT_TRACK")) and key not in CI_ENV_VARS}
+    env |= {"PYTHONPATH": str(root), "PREFECT_HOME": str(tmp_path / "prefect-home"), "FLEET_HOME": str(home)}
+    reader, terminal = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()", "nightly"], cwd=work, env=env,
+                              stdin=terminal, stdout=terminal, stderr=terminal, timeout=120)
+        os.close(terminal)
+        printed = b""
+        while True:
+            try:
+                chunk = os.read(reader, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            printed += chunk
+    finally:
+        os.close(reader)
+    import re
+
+    output = re.sub(r"\x1b\[[0-9;]*m", "", printed.decode())  # the red of the line
+    assert done.returncode == 2, output
+    lines = [line for line in output.replace("\r", "").splitlines() if line.strip()
+             and not line.startswith("the state database")]
+    assert lines == [f"nightly run not started: FLEET_BASE_URL (not set: not in the environment, nor in "
+                     f"{home / '.env'} (no such file) or {work / '.env'} (no such file)): Field required"], output
+    assert not (tmp_path / "prefect-home" / ".sdk_telemetry").exists()

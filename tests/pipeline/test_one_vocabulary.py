@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from fleet.model.summary import DRY_RUN_RULE, Outcome, Summary
 from fleet.model.vocabulary import client_voice, operator_voice
+from fleet.model.vulnerability import Security
 from reporting.run_report import file_stem
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -131,8 +132,27 @@ class Lines(logging.Filter):
         return True
 
 
+def assert_the_security_section_counts_in_the_same_words(run_dir: Path, summary: Summary) -> None:
+    """The known vulnerabilities' counts (fixes installed; not installed, by word) are the items' own, in the words
+    of the outcomes, in the three formats of the operator's report."""
+    fixes = [item for item in summary.items if item.security and item.security.security is Security.fixes]
+    installed = sum(1 for item in fixes if item.outcome is Outcome.updated)
+    by_word = Counter(operator_voice().term(item.outcome).word for item in fixes if item.outcome is not Outcome.updated)
+    assert fixes and by_word, "the night has fixes to count, installed and not"
+    for suffix in (".txt", ".md", ".html"):
+        text = (run_dir / "report" / f"operator{suffix}").read_text().replace("\\", "")
+        said = re.search(r"(\d+) security fix(?:es)? installed[^;.]*(?:; (\d+) not installed while vulnerable "
+                         r"\(([^)]*)\))?", text)
+        assert said, suffix
+        assert int(said[1]) == installed, suffix
+        assert (pairs(said[3]) if said[3] else {}) == dict(by_word), suffix
+
+
 def test_a_dry_run_and_then_the_night_say_every_count_in_one_word_everywhere(dashboard, tmp_path: Path, monkeypatch):
     emulator = dashboard(sites=16, seed=5)
+    credentials = emulator.server.credentials
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])  # the security section counts too
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
     monkeypatch.setenv("FLEET_REPORT_TO", "ops@example.com")
     monkeypatch.setenv("FLEET_MAIL_FROM", "Fleet reports <reports@agency.example>")
     monkeypatch.setenv("FLEET_REPLY_TO", "help@agency.example")
@@ -188,6 +208,7 @@ def test_a_dry_run_and_then_the_night_say_every_count_in_one_word_everywhere(das
     subject = subject_of(night_dir / "operator.eml")
     assert subject == {word: said[word] for word in ("updated", "failed", "no answer", "unchanged") if word in said}
     assert_one_word_per_count(night_dir, "operator", said, subject)
+    assert_the_security_section_counts_in_the_same_words(night_dir, night)
 
     # the night says how it differed from the dry run: what it would update, and what became of it
     would = {(i.site_id, i.type, i.slug) for i in dry_summary.items if i.rule == DRY_RUN_RULE}

@@ -49,8 +49,40 @@ def test_refresh_reads_the_feed_now_and_says_a_bad_one_in_one_line(tmp_path: Pat
     monkeypatch.setenv("FLEET_VULN_FEED", str(feed))
     monkeypatch.setenv("FLEET_STATE_DB", str(tmp_path / "state.sqlite"))
     good = CliRunner().invoke(app, ["vulns", "refresh"])
-    assert good.exit_code == 0 and good.output.strip() == f"read 1 records from {feed}"
+    assert good.exit_code == 0 and good.output.strip() == f"read 1 record from {feed}"
     feed.write_text('{"w1": {')
     bad = CliRunner().invoke(app, ["vulns", "refresh"])
     assert bad.exit_code == 1 and len(bad.output.strip().splitlines()) == 1
     assert "is not a whole JSON feed" in bad.output and "last good copy stays in use" in bad.output
+
+
+def test_vulns_alone_lists_by_site_and_a_fix_installed_says_installed(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FLEET_REPORT_DIR", str(tmp_path))
+    none_yet = CliRunner().invoke(app, ["vulns"])
+    assert none_yet.exit_code == 0 and none_yet.output.startswith("no run yet"), none_yet.output
+    write_run(tmp_path / "20261127-020000-abcdef12")
+    alone = CliRunner().invoke(app, ["vulns"])
+    assert alone.exit_code == 0, alone.output
+    assert alone.output == CliRunner().invoke(app, ["vulns", "show"]).output
+    summary = Summary.read(tmp_path / "20261127-020000-abcdef12" / "summary.json")
+    summary.items[0].outcome = Outcome.updated
+    summary.write(tmp_path / "20261127-020000-abcdef12")
+    shown = CliRunner().invoke(app, ["vulns"]).output
+    assert "plugin Forms 1.0 → 1.1: fix installed: CVE-2026-1111" in shown and "fix updated" not in shown
+
+
+def test_refresh_says_its_line_once(tmp_path: Path) -> None:
+    """As a terminal shows it (no test's logging in between): the failure is one line, not the log's copy too."""
+    import os
+    import subprocess
+    import sys
+
+    feed = tmp_path / "feed.json"
+    feed.write_text('{"w1": {')
+    root = Path(__file__).resolve().parents[2]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("FLEET_")}
+    done = subprocess.run([sys.executable, "-c", "from cli.app import app; app()", "vulns", "refresh"], cwd=tmp_path,
+                          env={**env, "PYTHONPATH": str(root), "FLEET_HOME": str(tmp_path / "home"),
+                               "FLEET_VULN_FEED": str(feed)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -159,7 +159,7 @@ async def test_the_gate_pauses_is_approved_through_prefect_and_applies_the_item(
     run = await _paused_run(night)
     truth = emulator.truth()
     notice = (tmp_path / "reports" / "alerts" / f"approval-{run.id}.eml").read_text()
-    assert "wait for your approval" in notice and f"fleet approve {run.id} --all" in notice and slug in notice
+    assert "waits for a person until" in notice and f"fleet approve {run.id} --all" in notice and slug in notice
     async with get_client() as client:
         schema = await client.read_flow_run_input(run.id, run.state.state_details.run_input_keyset["schema"])
     assert slug in schema

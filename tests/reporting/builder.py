@@ -2,7 +2,8 @@
 
 `python -m tests.reporting.builder DIR` writes a set of nights under DIR (used for docs/sample-report.png);
 `--dry-run` adds the dry run of the afternoon before the last night (docs/sample-dry-run-report.png);
-`--looks` gives the last night screenshots too (docs/sample-*-looks.png).
+`--looks` gives the last night screenshots too (docs/sample-*-looks.png); `--security` the vulnerability feed's
+findings.
 """
 
 from __future__ import annotations
@@ -197,6 +198,46 @@ def write_dry_run(base: Path, night: date, *, seed: int = 7) -> Path:
     return run_dir
 
 
+def write_security(summary: Summary, run_dir: Path, *, exposed: int = 30) -> Summary:
+    """The night with the vulnerability feed: every plugin update of a few plugins fixes a known vulnerability
+    (installed, or not: held, skipped, failed, ...), and `exposed` installed items have one with no fix (more than
+    a report lists before its fold); the measures across nights."""
+    from fleet.model.vulnerability import (
+        Exposure,
+        ExposureStats,
+        FeedStatus,
+        ItemSecurity,
+        Security,
+        Vulnerability,
+        Wait,
+    )
+
+    night = summary.finished_at
+    fixing = {"woocommerce", "contact-form-7", "elementor"}
+    for number, item in enumerate(summary.items):
+        if item.slug in fixing and item.rule != DRY_RUN_RULE:
+            published = (night - timedelta(hours=9 + 30 * (number % 5))).strftime("%Y-%m-%d %H:%M:%S")
+            item.security = ItemSecurity(Security.fixes, fixes=(Vulnerability(
+                id=f"w{number}", cve=f"CVE-2026-{10000 + number}", cvss_score=9.8 if number % 2 else 6.1,
+                cvss_rating="Critical" if number % 2 else "Medium", published=published),))
+    sites = [site for site in summary.sites if site.status == "online"]
+    summary.exposure = [Exposure(
+        site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client=site.client, type="plugin",
+        slug="wordfence", name="Wordfence Security", version="7.11.7",
+        vulnerabilities=[Vulnerability(id=f"x{n}", cve=f"CVE-2026-{20000 + n}", cvss_score=5.3, cvss_rating="Medium",
+                                       published=(night - timedelta(days=12 + n)).strftime("%Y-%m-%d %H:%M:%S"))])
+        for n, site in zip(range(exposed), [sites[n % len(sites)] for n in range(exposed)], strict=True)]
+    summary.vulnerability_feed = FeedStatus(source="https://www.wordfence.com/api/intelligence/v3/vulnerabilities/"
+                                            "production", fetched_at=(night - timedelta(hours=3)).isoformat(),
+                                            records=38_928)
+    summary.exposure_stats = ExposureStats(
+        open=exposed + 4, open_sites=len(sites), open_fixable=4, no_fix=exposed, no_fix_median_days=26.0,
+        no_fix_oldest_days=41.0, patched=12, since_published=Wait.of([9.0, 30.0, 50.0, 80.0, 200.0]),
+        since_fix=Wait.of([0.0, 2.0, 24.0, 30.0]), since_offered=Wait.of([0.0, 0.0, 1.0]))
+    summary.write(run_dir)
+    return summary
+
+
 BROKEN_LOOK = "shop.northwindbakery.co.uk"  # the night blanked its main section
 REVIEW_LOOK = "acmedental.com"  # a button changed colour: for review
 WIDTHS = {"desktop": 1280, "mobile": 390}
@@ -299,5 +340,7 @@ if __name__ == "__main__":
         runs.insert(-1, write_dry_run(Path(sys.argv[1]), Summary.read(runs[-1]).started_at.date()))
     if "--looks" in sys.argv[2:]:
         write_looks(Summary.read(runs[-1]), runs[-1])
+    if "--security" in sys.argv[2:]:
+        write_security(Summary.read(runs[-1]), runs[-1])
     for path in runs:
         print(path)

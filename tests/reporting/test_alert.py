@@ -46,17 +46,19 @@ def webhook() -> Iterator[Receiver]:
     server.shutdown()
 
 
-def fleet(args: list[str], env: dict[str, str], cwd: Path, *, terminal: bool = True
+def fleet(args: list[str], env: dict[str, str], cwd: Path, *, terminal: bool = True, inherit: bool = True
           ) -> subprocess.CompletedProcess[str]:
     """The `fleet` command in a process of its own, as an operator runs it: at a terminal (its standard input a
-    pseudo-terminal), or as cron and systemd start it (standard input not a terminal)."""
+    pseudo-terminal), or as cron and systemd start it (standard input not a terminal); `inherit=False`: with
+    `env` alone."""
     import pty
 
     reader, writer = pty.openpty() if terminal else (None, None)
     try:
         return subprocess.run([sys.executable, "-c", "from cli.app import app; app()", *args], cwd=cwd,
-                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True,
-                              stdin=writer if terminal else subprocess.DEVNULL, timeout=180)
+                              env={**(os.environ if inherit else {}), "PYTHONPATH": str(ROOT), **env},
+                              capture_output=True, text=True, stdin=writer if terminal else subprocess.DEVNULL,
+                              timeout=180)
     finally:
         for end in (reader, writer):
             if end is not None:

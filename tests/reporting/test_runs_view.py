@@ -64,7 +64,7 @@ def test_fleet_runs_says_each_night_as_its_exit_code_and_counts_as_the_reports(t
     assert rows[down.run_id].split()[1:] == ["still", "down", "1", "1", "0", "0", "0", "1", "-"]
     assert rows[nothing.run_id].split()[1:4] == ["did", "nothing", "0"]
     assert rows[dry.run_id].split(maxsplit=1)[1] == "dry run       would update 2; would not update 1"
-    assert max(len(line) for line in listed.output.splitlines()[:-1]) <= 80  # the table and its key; then the path
+    assert max(len(line) for line in listed.output.splitlines()[:-1]) <= 80  # the table and its keys; then the path
     # the reports' arithmetic on the whole summary: updated, and everything else "not updated" (failed included)
     said = said_counts(broke)
     voice = operator_voice()
@@ -81,3 +81,22 @@ def test_fleet_runs_says_each_night_as_its_exit_code_and_counts_as_the_reports(t
     assert shown.output.splitlines()[0] == f"dry run {dry.run_id}: dry run"
     assert "  items: would update 2; excluded 1 (would not update 1 in all)" in shown.output, shown.output
     assert "excluded 3" not in shown.output
+
+
+def test_reports_written_as_eml_on_purpose_are_not_sent_0_of_2_and_name_no_empty_recipient(tmp_path: Path) -> None:
+    from fleet.model.summary import Delivery
+
+    as_files = [Delivery(report="operator", recipient="", accepted=False, eml_path="operator.eml",
+                         answer="not sent: no SMTP host configured (FLEET_SMTP_HOST)"),
+                Delivery(report="Acme", recipient="", accepted=False, eml_path="client-acme.eml", answer="not sent")]
+    written = night(tmp_path, 1, [item(1, Outcome.updated)], deliveries=as_files)
+    mixed = night(tmp_path, 2, [item(1, Outcome.updated)], deliveries=[
+        Delivery(report="operator", recipient="ops@agency.example", accepted=True, answer="250 ok"),
+        Delivery(report="Acme", recipient="", accepted=False, eml_path="client-acme.eml", answer="no address")])
+
+    listed = CliRunner().invoke(app, ["runs", "--report-dir", str(tmp_path)]).output
+    rows = {line.split()[0]: line.split() for line in listed.splitlines()[1:3]}
+    assert rows[written.run_id][-1] == ".eml" and rows[mixed.run_id][-1] == "1/1", listed
+    assert ".eml: written as .eml files, not sent" in listed
+    shown = CliRunner().invoke(app, ["runs", "show", written.run_id, "--report-dir", str(tmp_path)]).output
+    assert "  report operator: written as .eml: operator.eml" in shown and "-> :" not in shown, shown

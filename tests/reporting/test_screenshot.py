@@ -19,7 +19,7 @@ from tests.reporting.test_held_for_review import CLIENT, broken_night  # noqa: F
 from tests.reporting.test_looks import night_with_looks
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-ALARM_RED = (0xD6, 0x45, 0x45)
+ALARM_RED = (0xB4, 0x23, 0x18)
 
 
 def screenshot(html: Path, png: Path, height: int = 1400) -> Image.Image:
@@ -30,7 +30,7 @@ def screenshot(html: Path, png: Path, height: int = 1400) -> Image.Image:
 
 
 def changes_red_rows(image: Image.Image) -> list[int]:
-    """Rows showing the changes picture's red (the alarm's own red is duller: its green is 0x45)."""
+    """Rows showing the changes picture's red (the alarm's own red is darker: its red is 0xB4)."""
     pixels = np.asarray(image, dtype=np.int16)
     red = (pixels[..., 0] > 200) & (pixels[..., 1] < 50) & (pixels[..., 2] < 50)
     return [int(y) for y in np.flatnonzero(red.sum(axis=1) > 40)]

@@ -156,7 +156,8 @@ def test_plugin_failure_counts_add_up_over_runs_like_one_table(nights: list[Path
     counts: dict[str, list[int]] = {}
     for night in nights:
         for item in json.loads((night / "summary.json").read_text())["items"]:
-            if item["type"] == "plugin" and item["outcome"] in ("updated", "failed", "unchanged", "unknown"):
+            if item["type"] == "plugin" and item["outcome"] in ("updated", "failed", "unchanged", "unknown",
+                                                               "not_switched_on"):
                 tally = counts.setdefault(item["name"], [0, 0])
                 tally[0] += 1
                 tally[1] += item["outcome"] == Outcome.failed
