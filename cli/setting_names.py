@@ -13,7 +13,8 @@ import importlib
 
 from dashboard.home import FleetSettings, SettingsError, unknown_variables, variable_for
 
-SETTINGS_MODULES = ("dashboard.settings", "fleet.model.settings", "reporting.settings", "vulnfeed.settings")
+SETTINGS_MODULES = ("dashboard.settings", "fleet.model.settings", "guard.settings", "reporting.settings",
+                    "vulnfeed.settings")
 SERVICE_SETTINGS_MODULES = ("deployments.automations", "deployments.serve")
 READ_ELSEWHERE = frozenset({
     "FLEET_HOME",  # dashboard.home: where the `.env` files and the memory are

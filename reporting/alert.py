@@ -273,9 +273,14 @@ def night_did(containment: Containment) -> str:
         return f"left {name} deactivated (switching it on failed, so it never ran); it {held}"
     if containment.status is ContainmentStatus.contained:
         return f"deactivated {name}, and the site passes its check again; it {held}"
+    if containment.status is ContainmentStatus.revived:
+        return (f"revived it through its Fleet Guard: {name} switched off and the version before it put back, and "
+                f"the site passes its check again; it {held}")
     held = held.replace("release", "releases")
     if containment.status is ContainmentStatus.unreachable:
-        return f"could switch nothing off: the site's MainWP Child does not answer; it {held}"
+        _, _, why = containment.detail.partition("the night cannot revive it: ")
+        beyond = f" and the night cannot revive it ({why.rstrip('.')})" if why else ""
+        return f"could switch nothing off: the site's MainWP Child does not answer{beyond}; it {held}"
     if containment.status is ContainmentStatus.not_contained:
         return (f"deactivated the updated plugins one half at a time without bringing the site back, and switched "
                 f"them on again; it {held}")

@@ -71,12 +71,13 @@ def feed_line(summary: Summary, client: bool) -> str:
         return f"Known vulnerabilities were not checked tonight{why}."
     fetched = datetime.fromisoformat(feed.fetched_at)
     hours = (summary.finished_at - fetched).total_seconds() / 3600
+    source = "" if client else f" ({feed.source})"  # the copy's own source: a failed read of another is the problem
     if feed.problem and not client:
         age = f"{hours:.0f} h old" if hours >= 1 else "less than an hour old"
         return (f"Tonight's refresh of the vulnerability feed failed ({feed.problem.rstrip('.')}): the last good copy, "
-                f"of {fetched:%d %b %Y %H:%M} UTC ({age}), was used.")
+                f"of {fetched:%d %b %Y %H:%M} UTC ({age}){source}, was used.")
     age = f"{hours:.0f} h old" if hours >= 1 else "fresh"
-    return f"Checked against the vulnerability feed of {fetched:%d %b %Y %H:%M} UTC ({age})."
+    return f"Checked against the vulnerability feed of {fetched:%d %b %Y %H:%M} UTC ({age}){source}."
 
 
 def span(hours: float) -> str:

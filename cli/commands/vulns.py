@@ -4,6 +4,7 @@ last night saw them (its summary.json); and the vulnerability feed read now."""
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -125,9 +126,16 @@ def show(run: RunDir = None,
     typer.echo(f"{counted}; {unchecked} site(s) unchecked (never read as clean); run {summary.run_id}")
     if summary.exposure_stats is not None:
         typer.echo(f"across nights: {summary.exposure_stats.sentence}")
-    typer.echo(f"feed: {feed.source}, fetched {feed.fetched_at or 'never'}"
-               + (f"; last problem: {feed.problem}" if feed.problem else ""))
+    typer.echo(f"feed: the copy of {feed.source}, " + (
+        f"fetched {feed.fetched_at} ({feed_age(feed.fetched_at, summary.finished_at)})" if feed.fetched_at
+        else "never fetched") + (f"; last problem: {feed.problem}" if feed.problem else ""))
     typer.echo(feed.attribution)
+
+
+def feed_age(fetched_at: str, at: datetime) -> str:
+    """How old the copy of the feed was when the run matched against it."""
+    hours = (at - datetime.fromisoformat(fetched_at)).total_seconds() / 3600
+    return f"{hours:.0f} h old" if hours >= 1 else "less than an hour old"
 
 
 @app.command("refresh")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import email
+import email.policy
 from pathlib import Path
 
 import pytest
@@ -79,9 +81,10 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     incidents = {i.site_id: i for i in IncidentStore(memory_of())
                  .open_incidents(summary.dashboard)}
     assert site["id"] not in incidents and other["id"] in incidents  # the revived one closed that night
-    alerts = {path.name for path in (tmp_path / "reports" / "alerts").glob("site-down-*.eml")}
-    assert [name for name in alerts if name.endswith(f"-{other['id']}.eml")] and not [
-        name for name in alerts if name.endswith(f"-{site['id']}.eml")]
+    alerts = {path.name: message_text(path) for path in (tmp_path / "reports" / "alerts").glob("break-*.eml")}
+    [down] = [text for name, text in alerts.items() if name.endswith(f"-{other['id']}.eml")]
+    [revived_said] = [text for name, text in alerts.items() if name.endswith(f"-{site['id']}.eml")]
+    assert "cannot revive it" in down and "revived it through its Fleet Guard" in revived_said  # one each, true
     assert after["guard_calls"]["probe"] <= 3 and after["guard_calls"]["pause"] == 1
     operator = (tmp_path / "reports" / summary.run_id / "report" / "operator.txt").read_text()
     assert "revived by the night" in operator and "the night cannot revive it" in operator
@@ -96,3 +99,9 @@ async def test_a_guarded_site_dead_at_load_is_revived_and_an_unguarded_one_is_sa
     [violation] = guarded_sites_left_down(had_it_failed, summary, keys=home)
     assert f"site {site['id']}" in violation and f"plugin:{bad}" in violation
     assert guarded_sites_left_down(had_it_failed, summary, keys=["another fleet's key"]) == []
+
+
+def message_text(path: Path) -> str:
+    """The plain text of an alert written as an .eml file, decoded."""
+    message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    return " ".join(message.get_body(preferencelist=("plain",)).get_content().split())

@@ -210,3 +210,24 @@ def test_a_site_revived_tonight_is_named_in_every_format(tmp_path) -> None:
     assert "known offline" not in body(rendered, own, ".txt")  # the dashboard's term is the operator's
     others = [report for report in rendered.reports[1:] if report.name != revived.client]
     assert others and all("known offline" not in body(rendered, report, ".txt") for report in others)
+
+
+def test_the_feed_sentence_names_the_copy_in_use_by_its_source_and_age() -> None:
+    """Issue 44: a changed FLEET_VULN_FEED that failed to read left the report naming the wrong source."""
+    from datetime import UTC, datetime, timedelta
+
+    from fleet.model.summary import Summary
+    from fleet.model.vulnerability import FeedStatus
+    from reporting.security import feed_line
+
+    night = datetime(2026, 11, 28, 2, tzinfo=UTC)
+    copy = FeedStatus(source="https://mirror.example/feed", fetched_at=(night - timedelta(hours=5)).isoformat(),
+                      records=3)
+    summary = Summary(run_id="r", started_at=night, finished_at=night, vulnerability_feed=copy)
+    assert feed_line(summary, client=False) == ("Checked against the vulnerability feed of 27 Nov 2026 21:00 UTC "
+                                                "(5 h old) (https://mirror.example/feed).")
+    assert "mirror.example" not in feed_line(summary, client=True)
+    summary.vulnerability_feed = copy.model_copy(update={"problem": "FLEET_VULN_FEED (/srv/typo.json) cannot be read"})
+    said = feed_line(summary, client=False)
+    assert "(/srv/typo.json) cannot be read" in said and said.endswith("(5 h old) (https://mirror.example/feed), was "
+                                                                        "used.")
