@@ -23,6 +23,16 @@ from tests.pipeline.conftest import installed, read_run
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
+def reading_the_feed(board, monkeypatch) -> tuple[dict, dict[str, str]]:
+    """The runs read the emulator's feed and write their reports as .eml files; its credentials and admin header."""
+    credentials = board.server.credentials
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
+    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
+    monkeypatch.setenv("FLEET_SMTP_HOST", "")
+    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    return credentials, {"X-Emulator-Token": credentials["admin_token"]}
+
+
 def truth_of(board, credentials) -> dict:
     return LOCAL_HTTP.get(f"{board.server.root_url}/__emulator__/state",
                           headers={"X-Emulator-Token": credentials["admin_token"]}).json()
@@ -93,12 +103,7 @@ async def test_a_running_night_keeps_the_security_run_out(dashboard, monkeypatch
 async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fail_a_night(dashboard, monkeypatch,
                                                                                           tmp_path):
     board = dashboard(sites=6, seed=3)
-    credentials = board.server.credentials
-    token = {"X-Emulator-Token": credentials["admin_token"]}
-    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
-    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
-    monkeypatch.setenv("FLEET_SMTP_HOST", "")
-    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    credentials, token = reading_the_feed(board, monkeypatch)
     site = next(site for site in truth_of(board, credentials)["sites"].values() if site["status"] == "connected"
                 and any(update["type"] == "plugin" for update in site["pending_updates"]))
     target = next(update for update in site["pending_updates"] if update["type"] == "plugin")
@@ -123,12 +128,7 @@ async def test_a_fix_held_after_it_broke_a_site_gives_the_security_runs_nothing_
     """Issue 44: after a fix broke a site and was held, every hourly security run found the other site offered it,
     ran the whole sentence to hold it again, and wrote a run directory and an operator report (24 a day)."""
     board = dashboard(sites=6, seed=3)  # sites 1 and 5 are both offered UpdraftPlus 1.25.9
-    credentials = board.server.credentials
-    token = {"X-Emulator-Token": credentials["admin_token"]}
-    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])
-    monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
-    monkeypatch.setenv("FLEET_SMTP_HOST", "")
-    monkeypatch.setenv("FLEET_REPORT_TO", "operator@example.com")
+    credentials, token = reading_the_feed(board, monkeypatch)
     slug = "updraftplus/updraftplus.php"
     LOCAL_HTTP.post(f"{board.server.root_url}/__emulator__/vulnerabilities/publish", headers=token, json={
         "slug": slug, "to_version": "1.25.8", "patched": ["1.25.9"]}).raise_for_status()
