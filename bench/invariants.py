@@ -81,11 +81,15 @@ def run_here(args: argparse.Namespace) -> dict[str, Any]:
 
     class Counted(machine.NightsMachine):
         def teardown(self) -> None:
+            said = len(machine.VIOLATIONS)
             try:
                 super().teardown()
             finally:
                 print(f"{args.name}sequence {machine.STATS['sequences']}: {self.night_number} nights, "
                       f"{len(machine.VIOLATIONS)} violation(s) so far", flush=True)
+                for violation in machine.VIOLATIONS[said:]:  # said at once: a long run is read while it runs
+                    print(f"{args.name}VIOLATION ({violation['promise']}): {violation['violation']}\n  after: "
+                          + "; ".join(violation["sequence"]), flush=True)
 
     machine.RAISE = False  # count every violation; none stops the run
     machine.NightsMachine.min_nights = args.nights
