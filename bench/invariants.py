@@ -80,14 +80,17 @@ def run_here(args: argparse.Namespace) -> dict[str, Any]:
     from tests.pipeline import night_invariants as machine
 
     class Counted(machine.NightsMachine):
+        def __init__(self) -> None:
+            self.said = len(machine.VIOLATIONS)  # those of earlier sequences
+            super().__init__()
+
         def teardown(self) -> None:
-            said = len(machine.VIOLATIONS)
             try:
                 super().teardown()
             finally:
                 print(f"{args.name}sequence {machine.STATS['sequences']}: {self.night_number} nights, "
                       f"{len(machine.VIOLATIONS)} violation(s) so far", flush=True)
-                for violation in machine.VIOLATIONS[said:]:  # said at once: a long run is read while it runs
+                for violation in machine.VIOLATIONS[self.said:]:  # said at once: a long run is read while it runs
                     print(f"{args.name}VIOLATION ({violation['promise']}): {violation['violation']}\n  after: "
                           + "; ".join(violation["sequence"]), flush=True)
 
