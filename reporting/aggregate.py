@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 import numpy as np
@@ -50,6 +51,7 @@ from reporting.model import (
     NotDoneRow,
     PluginFailure,
     ReportData,
+    Rows,
     SiteProblem,
     TrendRow,
     UpdatedItem,
@@ -64,7 +66,9 @@ ITEM_COLUMNS = [
 ]  # fmt: skip
 TREND_COLUMNS = ["client", "type", "slug", "name", "outcome"]
 NO_CLIENT = ""
-MAX_ALARMS = 20  # broken sites shown in full at the top; the headline counts them all
+MAX_ALARMS = 20  # broken sites shown in full at the top, the rest folded; the headline counts them all
+MAX_PLUGINS = 15  # plugin versions that failed, shown in full (the worst first), the rest folded
+MAX_NAMED = 20  # sites named in a sentence, the rest folded
 RunStamp = Summary | PastRun  # what a trend row names a run by: its id and start
 ATTEMPTED = frozenset({Outcome.updated, Outcome.failed, Outcome.unchanged, Outcome.unknown,
                        Outcome.not_switched_on})
@@ -154,20 +158,21 @@ def plugin_tally(frame: pd.DataFrame, *, per_version: bool = True) -> pd.DataFra
     )
 
 
-def worst_plugins(tally: pd.DataFrame, limit: int) -> list[PluginFailure]:
-    """The plugins (versions) that failed, highest failure rate first."""
+def worst_plugins(tally: pd.DataFrame, limit: int | None = None) -> list[PluginFailure]:
+    """The plugins (versions) that failed, highest failure rate first (the first `limit`, or all)."""
     table = tally[tally["failed"] > 0]
     table = table.assign(rate=table["failed"] / table["attempted"])
-    table = table.sort_values(["rate", "failed", "name"], ascending=[False, False, True]).head(limit)
+    table = table.sort_values(["rate", "failed", "name"], ascending=[False, False, True])
     return [
         PluginFailure(clean(row.name, 80), clean(row.version, 40), int(row.attempted), int(row.failed))
-        for row in table.itertuples()
+        for row in (table if limit is None else table.head(limit)).itertuples()
     ]
 
 
-def plugin_failures(frame: pd.DataFrame, limit: int) -> list[PluginFailure]:
-    """Failure rate of each plugin version across the sites it was attempted on; only those that failed."""
-    return worst_plugins(plugin_tally(frame), limit)
+def plugin_failures(frame: pd.DataFrame, limit: int) -> Rows[PluginFailure]:
+    """Failure rate of each plugin version across the sites it was attempted on, every one that failed; the
+    worst `limit` first in full."""
+    return Rows.split(worst_plugins(plugin_tally(frame)), limit)
 
 
 def plugin_trend(window: list[tuple[RunStamp, pd.DataFrame]], limit: int) -> list[PluginFailure]:
@@ -188,22 +193,32 @@ def not_verified(frame: pd.DataFrame) -> pd.Series:
     return (frame["outcome"] == Outcome.updated) & frame["reason"].fillna("").str.startswith(NOT_VERIFIED)
 
 
-def updated_sites(frame: pd.DataFrame, limit: int, *, client: bool = False) -> tuple[list[UpdatedSite], int]:
-    """Updated items grouped by site (at most `limit` items shown), and how many were left out; one updated but
-    not verified says so and why (a client reads why in plain words)."""
-    unverified = not_verified(frame)
-    updated = frame[frame["outcome"] == Outcome.updated].sort_values(["site_name", "site_id", "type", "name"])
-    shown = updated.head(limit)
-    sites: list[UpdatedSite] = []
-    for (_, site_name, site_url), rows in shown.groupby(["site_id", "site_name", "site_url"], sort=False):
-        items = [
-            UpdatedItem(row.type, clean(row.name, 120), _version(row.from_version), _version(row.to_version),
-                        bool(row.suspect), (CLIENT_NOT_VERIFIED if client else clean(row.reason, 400))
-                        if unverified.at[row.Index] else "")
-            for row in rows.itertuples()
-        ]
-        sites.append(UpdatedSite(clean(site_name, 120), clean(site_url, 200), items))
-    return sites, len(updated) - len(shown)
+def updated_sites(frame: pd.DataFrame, limit: int, *, client: bool = False) -> Rows[UpdatedSite]:
+    """Every updated item, grouped by site: the first `limit` items shown in full, the rest folded (a site may
+    start in one and end in the other); one updated but not verified says so and why (a client reads why in plain
+    words). One pass over the sorted rows: a fleet of 10,000 sites has tens of thousands."""
+    updated = frame.assign(unverified=not_verified(frame))
+    updated = updated[updated["outcome"] == Outcome.updated].sort_values(["site_name", "site_id", "type", "name"])
+    parts: tuple[list[UpdatedSite], list[UpdatedSite]] = ([], [])
+    site_id = None
+    names: dict[object, str] = {}  # each name and version cleaned once, and shared by every row that has it
+    versions: dict[object, str] = {}
+
+    def once(said: dict[object, str], value: object, tidy: Callable[[object], str]) -> str:
+        if value not in said:
+            said[value] = tidy(value)
+        return said[value]
+
+    for number, row in enumerate(updated.itertuples(index=False)):
+        part = parts[number >= limit]
+        if not part or row.site_id != site_id:
+            part.append(UpdatedSite(clean(row.site_name, 120), clean(row.site_url, 200), []))
+            site_id = row.site_id
+        why = (CLIENT_NOT_VERIFIED if client else clean(row.reason, 400)) if row.unverified else ""
+        part[-1].items.append(UpdatedItem(row.type, once(names, row.name, lambda v: clean(v, 120)),
+                                          once(versions, row.from_version, _version),
+                                          once(versions, row.to_version, _version), bool(row.suspect), why))
+    return Rows(*parts)
 
 
 def _why(row: object, with_rule: bool) -> str:
@@ -291,8 +306,9 @@ def not_done(frame: pd.DataFrame, limit: int, voice: Voice, *, client: bool = Fa
              held: dict[tuple[str, str, str], str] | None = None,
              statuses: dict[int, str] | None = None) -> list[NotDoneGroup]:
     """Every item not updated, by its word (attention first), with why: the same item with the same reason on
-    several sites is one row that names them. A client reads what happens next instead of the dashboard's error
-    (see `next_step`), and its ignored and excluded items as one sentence (`left_out_sentence`)."""
+    several sites is one row that names them, the first `limit` rows of a word in full. A client reads what happens
+    next instead of the dashboard's error (see `next_step`), and its ignored and excluded items as one sentence
+    (`left_out_sentence`)."""
     groups = []
     for term in voice.ordered():
         rows = frame[frame["outcome"].isin(voice.outcomes(term))]
@@ -306,8 +322,8 @@ def not_done(frame: pd.DataFrame, limit: int, voice: Voice, *, client: bool = Fa
                 grouped[key] = NotDoneRow([], row.type, clean(row.name, 120), _version(row.from_version),
                                           _version(row.to_version), why, row.until)
             grouped[key].sites.append(clean(row.site_name, 120))
-        shown = sorted(grouped.values(), key=lambda r: (-len(r.sites), r.name.casefold(), r.why))
-        groups.append(NotDoneGroup(term, len(rows), shown[:limit], rows=len(shown)))
+        ordered = sorted(grouped.values(), key=lambda r: (-len(r.sites), r.name.casefold(), r.why))
+        groups.append(NotDoneGroup(term, len(rows), Rows.split(ordered, limit)))
     return groups
 
 
@@ -371,8 +387,7 @@ def site_checks(sites: list[SiteRow], limit: int, *, client: bool = False,
         checked=len(checked),
         healthy=sum(1 for site in checked if site.check.healthy and site.site_id not in broken),
         open_incidents=sum(site.check.open_incidents for site in checked),
-        problems=problems[:limit],
-        more=max(0, len(problems) - limit),
+        problems=Rows.split(problems, limit),
     )
 
 
@@ -436,15 +451,15 @@ def client_rows(frame: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def deferred_groups(sites: list[SiteRow], max_rows: int, *, client: bool = False) -> list[DeferredGroup]:
-    """Deferred sites grouped by their reason (the window or the blackout), soonest opening first; a client reads
-    the reason in plain words."""
+    """Deferred sites grouped by their reason (the window or the blackout), soonest opening first, each naming
+    every site (the first `max_rows` in full); a client reads the reason in plain words."""
     groups: dict[str, list[SiteRow]] = {}
     for site in sites:
         if site.deferred:
             groups.setdefault(site.deferred, []).append(site)
     found = [
         DeferredGroup(reason=deferral_in_plain_words(reason) if client else clean(reason, 300),
-                      sites=[clean(site.site_name, 120) for site in members[:max_rows]], total=len(members),
+                      sites=Rows.split((clean(site.site_name, 120) for site in members), max_rows),
                       opens_at=min((as_utc(s.opens_at) for s in members if s.opens_at), default=None))
         for reason, members in groups.items()
     ]
@@ -467,19 +482,23 @@ def approval_sentence(approval: ApprovalRecord | None) -> str | None:
             f"approved by {who}; {approval.skipped} {were(approval.skipped)} not and stay held.")
 
 
-def revived_sentence(sites: list[SiteRow], max_named: int = 20, *, client: bool = False) -> str | None:
+def revived_sites(sites: list[SiteRow]) -> list[str]:
     """The sites the dashboard had given up on as known offline that answered a check tonight and were
-    maintained again (without anyone running `fleet check`); a client reads it without the dashboard's terms."""
-    names = [clean(site.site_name or site.site_url, 120) for site in sites if site.revived]
-    if not names:
+    maintained again (without anyone running `fleet check`)."""
+    return [clean(site.site_name or site.site_url, 120) for site in sites if site.revived]
+
+
+def revived_sentence(revived: int, *, client: bool = False) -> str | None:
+    """The sentence that names the `revived` sites (their names follow it); a client reads it without the
+    dashboard's terms."""
+    if not revived:
         return None
-    more = f" and {len(names) - max_named} more" if len(names) > max_named else ""
-    were = "was" if len(names) == 1 else "were"
+    were = "was" if revived == 1 else "were"
     if client:
-        return (f"{count(len(names), 'site')} that could not be reached on earlier nights answered tonight and "
-                f"{were} maintained again: {', '.join(names[:max_named])}{more}.")
-    return (f"{count(len(names), 'site')} the dashboard kept as known offline answered a check tonight and {were} "
-            f"maintained again: {', '.join(names[:max_named])}{more}.")
+        return (f"{count(revived, 'site')} that could not be reached on earlier nights answered tonight and "
+                f"{were} maintained again")
+    return (f"{count(revived, 'site')} the dashboard kept as known offline answered a check tonight and {were} "
+            "maintained again")
 
 
 def against_dry_run(dry: DryRun, items: pd.DataFrame) -> AgainstDryRun:
@@ -518,8 +537,9 @@ def build_report(
 
     `window` is the trend window, oldest first and ending with this run, each frame (and `sites`) already scoped
     to `client`; a dry run's items it would apply are already counted as `updated` (`items_frame`).
-    Lists are capped so that a large fleet's e-mail stays readable (and under mail clients' clipping size):
-    `max_rows` updated items, a quarter of that per not-done outcome and half of it for the sites to check.
+    Every list is whole; its first rows are shown in full (the rest folded in the HTML, only counted in the text
+    and Markdown): `max_rows` updated items, a quarter of that per not-done outcome and for the sites named in a
+    window's group, half of it for the sites to check and those already down.
     A client reads nothing internal: no error, rule, run id, failure rate or other client's site.
     `security_items`: the items the vulnerability feed classed as more than routine (`security_rows`); by
     default those of `summary.items`.
@@ -539,8 +559,8 @@ def build_report(
             for c in summary.cohorts
             if c.status != "completed"
         ]
-    updated, updated_more = updated_sites(items, max_rows, client=is_client)
     broken = alarms(summary.broken, client, summary.holds)
+    revived = revived_sites(sites)
     return ReportData(
         client=clean(client, 120) if is_client else None,
         run_id=clean(summary.run_id, 60),
@@ -562,28 +582,27 @@ def build_report(
             client=is_client,
             not_verified=int(not_verified(items).sum()),
         ),
-        updated=updated,
-        updated_more=updated_more,
+        updated=updated_sites(items, max_rows, client=is_client),
         not_done=not_done(items, max(10, max_rows // 4), voice, client=is_client,
                           held={(str(hold.type), hold.slug, hold.version): held_in_plain_words(hold)
                                 for hold in summary.holds},
                           statuses={site.site_id: site.status for site in sites}),
         left_out=left_out_sentence(items) if is_client else "",
-        plugin_failures=[] if is_client else plugin_failures(items, 15),  # rates over the fleet: the operator's
+        plugin_failures=Rows() if is_client else plugin_failures(items, MAX_PLUGINS),  # fleet rates: the operator's
         checks=checks,
         by_type=by_type(items),
         by_client=by_client(items, sites) if not is_client and len(items) else [],
         trends=trend_rows(window) if len(window) > 1 else [],
         plugin_trend=plugin_trend(window, 10) if len(window) > 1 and not is_client else [],
         problems=problems,
-        broken=broken[:MAX_ALARMS],
-        broken_more=max(0, len(broken) - MAX_ALARMS),
-        already_down=alarms(summary.already_down, client)[: max(10, max_rows // 2)],
+        broken=Rows.split(broken, MAX_ALARMS),
+        already_down=Rows.split(alarms(summary.already_down, client), max(10, max_rows // 2)),
         night_holds=hold_rows(summary.holds, as_utc(summary.started_at).date()) if not is_client else [],
         incidents=incident_rows(summary.incidents, as_utc(summary.finished_at).date()) if not is_client else [],
         deferred=deferred_groups(sites, max(10, max_rows // 4), client=is_client),
         approval=approval_sentence(summary.approval) if not is_client else None,
-        revived=revived_sentence(sites, client=is_client),
+        revived=revived_sentence(len(revived), client=is_client),
+        revived_sites=Rows.split(revived, MAX_NAMED),
         planned_from=planned_from(summary.last_sync) if summary.dry_run else "",
         security=security_section(summary, security_rows(summary.items) if security_items is None else security_items,
                                   summary.exposure, client=client, tidy=clean),

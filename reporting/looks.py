@@ -1,8 +1,9 @@
 """The night's screenshots (`Summary.looks`) as the reports show them: which sites, pages and pictures.
 
-The operator reads the broken and review sites with every page in that band, worst first, and a count of the
-rest; a client reads one before/after pair per site (the home page on a computer, or the worst page when it is
-worse). Pictures are capped per e-mail so that a message stays a few hundred kilobytes.
+The operator reads the broken and review sites with every page in that band, worst first (past 50 sites of a
+band, one line each), and a count of the healthy; a client reads one before/after pair per site (the home page on
+a computer, or the worst page when it is worse). Pictures are capped per e-mail so that a message stays a few
+hundred kilobytes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from reporting.pictures import CLIENT_FRAME, LABELS, OPERATOR_FRAME, draw_page
 MAX_PICTURED_PAGES = 8  # the operator's e-mail: pages pictured (three pictures each)
 MAX_PAIRS = 6  # a client's e-mail: sites pictured (two pictures each)
 MAX_PICTURE_BYTES = 1_000_000  # pictures in one e-mail (about 1.35 MB once base64-encoded): the rest are named
-MAX_LISTED = 50  # sites listed in words per band; every one is in summary.json
+MAX_LISTED = 50  # sites listed with their pages per band; the rest one line each
 MAX_NOTES = 2  # new failed requests and console errors named per page
 HOME, DESKTOP = "home", "desktop"
 
@@ -82,15 +83,16 @@ def operator_looks(looks: list[SiteLook], alarm_sites: list[int | None]) -> Look
         by_band.setdefault(look.band, []).append(look)
     order = {site_id: index for index, site_id in enumerate(alarm_sites)}
     broken = sorted(_worst_first(by_band.get(Band.broken, [])), key=lambda look: order.get(look.site_id, len(order)))
+    review, unjudged = _worst_first(by_band.get(Band.review, [])), by_band.get(None, [])
     shown = Looks(
         broken=[_view(look, band_pages(look)) for look in broken[:MAX_LISTED]],
-        review=[_view(look, band_pages(look)) for look in _worst_first(by_band.get(Band.review, []))[:MAX_LISTED]],
-        unjudged=[_view(look, []) for look in by_band.get(None, [])[:MAX_LISTED]],
+        review=[_view(look, band_pages(look)) for look in review[:MAX_LISTED]],
+        unjudged=[_view(look, []) for look in unjudged[:MAX_LISTED]],
         healthy=len(by_band.get(Band.healthy, [])),
         sites=len(looks),
         totals={band: len(found) for band, found in by_band.items()},
+        folded=[_view(look, []) for found in (broken, review, unjudged) for look in found[MAX_LISTED:]],
     )
-    shown.more = sum(max(0, len(by_band.get(band, [])) - MAX_LISTED) for band in (Band.broken, Band.review, None))
     for view in shown.broken:
         view.alarmed = view.site_id in order
     pages = [page for view in (*shown.broken, *shown.review) for page in view.pages]

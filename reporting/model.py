@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Generic, TypeVar
 from urllib.parse import quote
 
 from fleet.model.summary import Band, Outcome, UpdateType
@@ -61,6 +63,36 @@ TYPE_TITLES = {
     UpdateType.theme: "Themes",
     UpdateType.core: "WordPress core",
 }
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Rows(Generic[T]):
+    """A list a report shows whole, never cut: its first rows in full (all the text and Markdown reports show, and
+    they say where the rest is), the rest `folded`: in the HTML, one short row each inside a <details> whose summary
+    says how many. A fleet of 10,000 sites keeps every row in its e-mail (docs/reports.md, "Long lists")."""
+
+    shown: list[T] = field(default_factory=list)
+    folded: list[T] = field(default_factory=list)
+
+    @classmethod
+    def split(cls, rows: Iterable[T], limit: int) -> Rows[T]:
+        rows = list(rows)
+        return cls(rows[:limit], rows[limit:])
+
+    @property
+    def more(self) -> int:
+        """The rows past the first, folded in the HTML (and only counted in the text and Markdown)."""
+        return len(self.folded)
+
+    def __len__(self) -> int:
+        return len(self.shown) + len(self.folded)
+
+    def __iter__(self) -> Iterator[T]:
+        yield from self.shown
+        yield from self.folded
 
 
 def image_subtype(image: bytes) -> str:
@@ -210,7 +242,7 @@ CLIENT_NOT_VERIFIED = ("installed, as the update answered, but not verified: the
                        "our checks right after; we are looking into it")
 
 
-@dataclass
+@dataclass(slots=True)  # tens of thousands on a large fleet
 class UpdatedItem:
     type: UpdateType
     name: str
@@ -224,7 +256,7 @@ class UpdatedItem:
         return version_change(self.from_version, self.to_version)
 
 
-@dataclass
+@dataclass(slots=True)
 class UpdatedSite:
     site_name: str
     site_url: str
@@ -251,28 +283,27 @@ class NotDoneRow:
         return version_change(self.from_version, self.to_version)
 
     @property
+    def named(self) -> Rows[str]:
+        """The sites a row names, the rest folded in the HTML."""
+        return Rows.split(self.sites, SITES_NAMED)
+
+    @property
     def site_names(self) -> str:
         """The sites compactly: `a`, `a and b`, or `a, b, c and 4 more sites`."""
-        named = self.sites[:SITES_NAMED]
-        rest = len(self.sites) - len(named)
-        if rest:
-            return f"{', '.join(named)} and {count(rest, 'more site')}"
-        return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+        named = self.named
+        if named.more:
+            return f"{', '.join(named.shown)} and {count(named.more, 'more site')}"
+        return named.shown[0] if len(named) == 1 else f"{', '.join(named.shown[:-1])} and {named.shown[-1]}"
 
 
 @dataclass
 class NotDoneGroup:
-    """The items of one word (an outcome; for a client, maybe several), with why and what happens next."""
+    """The items of one word (an outcome; for a client, maybe several), with why and what happens next: every
+    grouped row, the first in full."""
 
     term: Term
     total: int  # items
-    shown: list[NotDoneRow]
-    rows: int = 0  # grouped rows in all (more than `shown` on a large fleet)
-
-    @property
-    def more(self) -> int:
-        """Grouped rows left out of the report."""
-        return self.rows - len(self.shown)
+    rows: Rows[NotDoneRow]
 
 
 @dataclass
@@ -303,8 +334,7 @@ class Checks:
     checked: int
     healthy: int
     open_incidents: int
-    problems: list[SiteProblem]
-    more: int = 0  # sites needing attention left out of `problems`
+    problems: Rows[SiteProblem]  # every site that needs attention
 
 
 class OutcomeTotals:
@@ -421,13 +451,12 @@ class DeferredGroup:
     """Sites left alone tonight for one reason (a window, a blackout), and the earliest next opening."""
 
     reason: str
-    sites: list[str]  # site names, capped
-    total: int
+    sites: Rows[str]  # every site's name
     opens_at: datetime | None
 
     @property
-    def more(self) -> int:
-        return self.total - len(self.sites)
+    def total(self) -> int:
+        return len(self.sites)
 
 
 @dataclass
@@ -537,8 +566,12 @@ class Looks:
     healthy: int = 0  # sites that looked as before
     sites: int = 0  # sites with a look, in all
     left_out: int = 0
-    more: int = 0  # sites left out of the lists (all are in summary.json)
+    folded: list[LookView] = field(default_factory=list)  # sites past the lists' length, without pages: one line each
     totals: dict[Band | None, int] = field(default_factory=dict)  # sites per band, listed or not
+
+    @property
+    def more(self) -> int:
+        return len(self.folded)
 
     def total(self, band: Band | None) -> int:
         return self.totals.get(band, 0)
@@ -624,10 +657,9 @@ class ReportData:
     dry_run: bool
     dashboard: str | None
     headline: Headline
-    updated: list[UpdatedSite]
-    updated_more: int
+    updated: Rows[UpdatedSite]  # the first items in full, by site; the rest folded (a site may be in both)
     not_done: list[NotDoneGroup]
-    plugin_failures: list[PluginFailure]
+    plugin_failures: Rows[PluginFailure]
     checks: Checks
     by_type: list[BreakdownRow]
     by_client: list[BreakdownRow]
@@ -635,15 +667,15 @@ class ReportData:
     plugin_trend: list[PluginFailure]
     problems: list[str] = field(default_factory=list)
     charts: list[Chart] = field(default_factory=list)
-    broken: list[Alarm] = field(default_factory=list)
-    broken_more: int = 0  # broken sites left out of `broken` (all are in summary.json)
-    already_down: list[Alarm] = field(default_factory=list)
+    broken: Rows[Alarm] = field(default_factory=Rows)
+    already_down: Rows[Alarm] = field(default_factory=Rows)
     night_holds: list[HoldRow] = field(default_factory=list)
     incidents: list[IncidentRow] = field(default_factory=list)  # the operator's: open, and closed tonight
     deferred: list[DeferredGroup] = field(default_factory=list)
     left_out: str = ""  # a client's ignored and excluded items, in one sentence
     approval: str | None = None  # what the approval gate decided, in a sentence
-    revived: str | None = None  # the sites brought back to maintenance tonight, in a sentence
+    revived: str | None = None  # the sites brought back to maintenance tonight, in a sentence before their names
+    revived_sites: Rows[str] = field(default_factory=Rows)
     looks: Looks = field(default_factory=Looks)  # the night's screenshots (the policy's `visual:`)
     planned_from: str = ""  # a dry run: what it planned from, so that the real night may differ
     against_dry_run: AgainstDryRun | None = None  # the operator's: how the night differed from the dry run
@@ -675,9 +707,22 @@ class ReportData:
         return f"Trends, last {len(self.trends)} {'runs' if self.client is None else 'nights'}"
 
     @property
+    def updated_more(self) -> int:
+        """The updated items folded in the HTML."""
+        return sum(len(site.items) for site in self.updated.folded)
+
+    @property
+    def updated_folded(self) -> list[tuple[UpdatedSite, UpdatedItem]]:
+        """The folded updated items, one row each with its site."""
+        return [(site, item) for site in self.updated.folded for item in site.items]
+
+    @property
     def listed_in(self) -> str:
-        """Where a capped list is whole: the operator's summary.json (a client is told nothing internal)."""
-        return " (all are listed in summary.json)" if self.client is None else ""
+        """Where a list the text and Markdown reports shorten is whole: the HTML report (for the operator, also
+        summary.json; a client is told nothing internal)."""
+        if self.client is None:
+            return " (all are in the HTML report and in summary.json)"
+        return " (all are in the HTML version of this e-mail)"
 
     @property
     def subject(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 from datetime import date, datetime
 from functools import cache
 from pathlib import Path
@@ -78,9 +79,29 @@ def environment() -> jinja2.Environment:
     return env
 
 
+class SetAside:
+    """The folded rows of one HTML report, kept out of the page while its CSS is inlined and put back after: they
+    carry no class, so there is nothing to inline, and css-inline's tree of a 10,000-site report's rows weighed
+    about 40 MB (bench/report.py). Each is marked by a comment with this render's own token: a value from the
+    dashboard is escaped text, never a comment, so it cannot stand for one."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(8)
+        self.parts: list[str] = []
+
+    def keep(self, html: str) -> int:
+        """Set `html` aside; the template writes the comment `<!--aside:TOKEN:N-->` with the number returned."""
+        self.parts.append(str(html))
+        return len(self.parts) - 1
+
+    def restore(self, html: str) -> str:
+        return re.sub(rf"<!--aside:{self.token}:(\d+)-->", lambda found: self.parts[int(found[1])], html)
+
+
 def render_html(data: ReportData) -> str:
-    html = environment().get_template("report.html.j2").render(data=data)
-    return css_inline.inline(html, keep_at_rules=True, load_remote_stylesheets=False)
+    aside = SetAside()
+    html = environment().get_template("report.html.j2").render(data=data, aside=aside)
+    return aside.restore(css_inline.inline(html, keep_at_rules=True, load_remote_stylesheets=False))
 
 
 def render_text(data: ReportData) -> str:

@@ -189,8 +189,8 @@ class RunWindow:
         if client is None:
             data = build_report(self.summary, self.history, self.summary.sites, max_rows=max_rows,
                                 security_items=self.security_items)
-            data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken])
-            for alarm in data.broken:
+            data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken.shown])
+            for alarm in data.broken.shown:  # a folded alarm is one line: its look is the looks' own
                 alarm.look = data.looks.site(alarm.site_id)
             if self.dry_run is not None:
                 data.against_dry_run = against_dry_run(read_dry_run(self.dry_run), self.history[-1][1])

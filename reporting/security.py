@@ -16,9 +16,8 @@ from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice, with_r
 from fleet.model.vulnerability import Exposure, Security, Vulnerability, published_at
 from reporting.rows import ItemRow
 
-MAX_ROWS = 20  # rows of a list in the text and Markdown reports (the HTML folds the rest)
-SHOWN = 10  # rows of a list in the HTML before the fold
-HTML_ROWS = 500  # rows of a list at most, even in the HTML: a fleet of thousands of sites stays an e-mail
+MAX_ROWS = 20  # rows of a list in the text and Markdown reports (the HTML has every one)
+SHOWN = 10  # rows of a list in the HTML in full; the rest folded, one short row each
 NO_FIX_PLAN = "we watch for a fix and install it the night it is offered; until then the item stays as it is"
 
 
@@ -46,7 +45,6 @@ class SecuritySection:
     measures: str = ""  # the operator's: exposure across nights
     plain: list[str] = field(default_factory=list)  # a client's: a plain sentence per figure
     shown: int = SHOWN
-    left_out: dict[str, int] = field(default_factory=dict)  # per list, rows past HTML_ROWS (all in summary.json)
 
     @property
     def rows(self) -> int:
@@ -159,8 +157,7 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
         parts.append(f"{count(unchecked, 'item')} unchecked (never read as clean)")
 
     def tidied(kept: list[SecurityRow]) -> list[SecurityRow]:
-        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)})
-                for row in kept[:HTML_ROWS]]
+        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)}) for row in kept]
 
     return SecuritySection(
         sentence="; ".join(parts) + ".", feed=feed_line(summary, is_client),
@@ -171,9 +168,7 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
         measures=f"Across nights: {summary.exposure_stats.sentence}." if summary.exposure_stats and not is_client
         else "",
         plain=plain_sentences(len(fixed), since_advisory, len(not_installed), len(still), summary.dry_run)
-        if is_client and feed is not None and feed.fetched_at else [],  # not checked: the feed's line says it
-        left_out={name: len(rows) - HTML_ROWS for name, rows in (("not_installed", not_installed), ("fixed", fixed),
-                                                                 ("open", still)) if len(rows) > HTML_ROWS})
+        if is_client and feed is not None and feed.fetched_at else [])  # not checked: the feed's line says it
 
 
 def plain_sentences(fixed: int, since_advisory: list[float], not_installed: int, no_fix: int, dry_run: bool

@@ -238,6 +238,57 @@ def write_security(summary: Summary, run_dir: Path, *, exposed: int = 30) -> Sum
     return summary
 
 
+LONG_CLIENT = "Harbor Group"
+LONG_SITES = 160  # more than any list of a report showed before it was whole (100 updated items, 50 sites to check)
+
+
+def write_long_lists(summary: Summary, run_dir: Path) -> Summary:
+    """The night with `LONG_SITES` more sites, all of client `LONG_CLIENT`, and every list of a report longer than
+    the rows it shows in full, each row named uniquely (so that a test finds every one): an update on every site
+    (160 updated), a failure of its own on each (160 rows of failed), 60 sites failing their check, 25 of them
+    broken by the night, 35 sites deferred by one blackout, 55 already down, 25 back in maintenance, 20 plugin
+    versions that failed, and 55 sites whose look is for review (their screenshots missing)."""
+    first = max(site.site_id for site in summary.sites) + 1
+    night = summary.started_at
+    for n in range(1, LONG_SITES + 1):
+        name, url = f"Harbor Site {n:03d}", f"https://harbor-{n:03d}.example"
+        site = SiteReport(site_id=first + n, site_url=url, site_name=name, client=LONG_CLIENT,
+                          check=HealthCheck(online=True, http_code=200, response_ms=300.0, probe_ok=True))
+        if n <= 60:
+            site.check = HealthCheck(online=True, http_code=500, response_ms=900.0, probe_ok=False,
+                                     probe_error=f"HTTP 500 on the home page of {name}")
+        if n <= 25:
+            summary.broken.append(SiteAlarm(site_id=site.site_id, site_url=url, site_name=name, client=LONG_CLIENT,
+                                            saw=f"{name} broke: HTTP 500", suspects=[Suspect(
+                                                type=UpdateType.plugin, slug="harbor-forms", name="Harbor Forms",
+                                                from_version="1.0", to_version="1.1")]))
+        elif 60 < n <= 95:
+            site.deferred, site.opens_at = "blackout: harbor launch week", night + timedelta(days=3)
+        elif 95 < n <= 150:
+            summary.already_down.append(SiteAlarm(site_id=site.site_id, site_url=url, site_name=name,
+                                                  client=LONG_CLIENT, saw=f"connection refused by {name}"))
+        if 100 < n <= 125:
+            site.revived = True
+        summary.sites.append(site)
+        summary.items += [
+            Item(site_id=site.site_id, site_url=url, site_name=name, client=LONG_CLIENT, type=UpdateType.plugin,
+                 slug="harbor-forms", name="Harbor Forms", from_version="1.0", to_version="1.1",
+                 outcome=Outcome.updated),
+            Item(site_id=site.site_id, site_url=url, site_name=name, client=LONG_CLIENT, type=UpdateType.plugin,
+                 slug=f"harbor-widget-{n % 20}", name=f"Harbor Widget {n % 20}", from_version="2.0",
+                 to_version="2.1", outcome=Outcome.failed, reason=f"Download failed on {name}"),
+        ]
+        if 60 < n <= 115:
+            summary.looks.append(SiteLook(
+                site_id=site.site_id, site_url=url, site_name=name, client=LONG_CLIENT, step=UpdateType.plugin,
+                band=Band.review, pages=[PageLook(page="home", viewport="desktop", url=url, band=Band.review,
+                                                  score=0.01 + n / 10_000)]))
+    summary.clients.append(ReportClient(name=LONG_CLIENT, email="it@harbor.example"))
+    summary.counts = Summary.count(summary.items)
+    summary.write(run_dir)
+    return summary
+
+
 BROKEN_LOOK = "shop.northwindbakery.co.uk"  # the night blanked its main section
 REVIEW_LOOK = "acmedental.com"  # a button changed colour: for review
 WIDTHS = {"desktop": 1280, "mobile": 390}

@@ -254,13 +254,19 @@ def test_a_night_where_nothing_was_updated_says_why(tmp_path: Path):
 
 
 @pytest.mark.parametrize("rows", [3])
-def test_long_lists_are_capped_and_say_how_many_more(nights: list[Path], tmp_path: Path, rows: int):
+def test_long_lists_show_their_first_rows_and_fold_the_rest(nights: list[Path], tmp_path: Path, rows: int):
+    from tests.reporting.test_long_lists import Folds
+
     run_dir = tmp_path / nights[-1].name  # alone: the module's rendered files stay as they are
     Summary.read(nights[-1]).write(run_dir)
     rendered = render_reports(run_dir, max_rows=rows)
     updated = expected(run_dir, None)["updated"]
-    assert f"and {updated - rows} more items updated" in body(rendered, rendered.operator, ".txt")
-    assert Marked(body(rendered, rendered.operator, ".html")).rows["updated"] == rows
+    assert f"and {updated - rows} more items updated (all are in the HTML report and in summary.json)" in body(
+        rendered, rendered.operator, ".txt")
+    html = body(rendered, rendered.operator, ".html")
+    [folded] = [fold for fold in Folds(html).found if fold.key == "updated"]
+    assert Marked(html).rows["updated"] == rows and len(folded.rows) == updated - rows
+    assert folded.said == f"{updated - rows} more items updated"
 
 
 def test_trends_take_only_earlier_runs_of_the_same_dashboard_and_kind(nights: list[Path], tmp_path: Path, caplog):

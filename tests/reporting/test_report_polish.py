@@ -50,7 +50,7 @@ def test_the_failure_rate_chart_keeps_100_percent_and_its_counts_inside_the_pict
     assert min(right_edge) > 240, "something is drawn at the right edge: a label is cut off"
 
 
-def test_a_night_that_broke_many_sites_shows_20_in_full_and_counts_them_all(tmp_path: Path):
+def test_a_night_that_broke_many_sites_shows_20_in_full_and_names_the_rest(tmp_path: Path):
     from fleet.model.summary import SiteAlarm
     from tests.reporting.builder import build_summary
 
@@ -60,8 +60,9 @@ def test_a_night_that_broke_many_sites_shows_20_in_full_and_counts_them_all(tmp_
     summary.write(tmp_path / "run")
     rendered = render_reports(tmp_path / "run")
     text, html = body(rendered, rendered.operator, ".txt"), body(rendered, rendered.operator, ".html")
-    assert "The night broke 25 sites" in text and "... and 5 more broken sites" in text
-    assert html.count('data-row="broken"') == 20 and "and 5 more broken sites" in html
+    assert "The night broke 25 sites" in text and "... and 5 more broken sites (all are in the HTML report" in text
+    assert html.count('data-row="broken"') == 20 and all(f"Site {n} (https://site-{n}.example)" in html
+                                                         for n in range(21, 26))
     assert rendered.operator.subject.startswith("BROKE 25 SITES: ")
 
 

@@ -27,10 +27,10 @@ def test_the_operator_reads_one_row_per_item_outcome_and_reason_with_its_sites_n
     voice = operator_voice()
     groups = {group.term: group for group in not_done(frame, 10, voice)}
     ignored = groups[voice.term(Outcome.ignored)]
-    assert (ignored.total, len(ignored.shown), ignored.more) == (7, 1, 0)
-    assert ignored.shown[0].site_names == "Site 1, Site 2, Site 3 and 4 more sites"
+    assert (ignored.total, len(ignored.rows.shown), ignored.rows.more) == (7, 1, 0)
+    assert ignored.rows.shown[0].site_names == "Site 1, Site 2, Site 3 and 4 more sites"
     failed = groups[voice.term(Outcome.failed)]
-    assert failed.total == 3 and [(row.why, row.sites) for row in failed.shown] == [
+    assert failed.total == 3 and [(row.why, row.sites) for row in failed.rows] == [
         (CODE, ["Site 1", "Site 2"]), ("Could not copy file", ["Site 3"])]  # the operator keeps the error code
 
 
@@ -48,7 +48,7 @@ def test_a_client_reads_what_happens_next_with_no_error_code() -> None:
     held = {("plugin", "shop", "2.0"): "it broke a site on the first night"}
     groups = not_done(frame, 10, client_voice(), client=True, held=held)
     assert [(group.term, group.total) for group in groups] == [(NOT_INSTALLED, 3)]  # one word for all three
-    whys = {row.name: row.why for group in groups for row in group.shown}
+    whys = {row.name: row.why for group in groups for row in group.rows}
     assert whys["Forms"] == "Not installed: it will be tried again next night."
     assert "held back on every site" in whys["Shop"] and "it broke a site on the first night" in whys["Shop"]
     assert "next night" in whys["Cache"]
