@@ -222,14 +222,15 @@ async def watch_schedule(name: str, deployment_id: UUID, settings: ScheduleSetti
 
 class ServiceRunner(Runner):
     """Prefect's runner, stopped by `fleet serve` itself: Prefect's own SIGTERM handler calls `sys.exit` from inside
-    the event loop, which can leave the process without pausing the schedules."""
+    the event loop, which can leave the process without pausing the schedules. Replacing it changes only the
+    Python function the signal calls: the event loop still hears SIGTERM (through its wakeup file, as every
+    signal) and calls `fleet serve`'s own handler, once."""
 
-    def __init__(self, on_signal: Callable[[], None]) -> None:
+    def __init__(self) -> None:
         super().__init__(pause_on_shutdown=True)
-        self._on_signal = on_signal
 
     def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
-        self._on_signal()
+        pass
 
 
 async def serve_and_watch(deployments: list[RunnerDeployment], settings: ScheduleSettings,
@@ -243,7 +244,7 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.received)
     os.environ.update(stop.environment())  # for the runs' processes
-    runner = ServiceRunner(on_signal=lambda: loop.call_soon_threadsafe(stop.received))
+    runner = ServiceRunner()
     served: dict[UUID, str] = {}
     watches: list[asyncio.Task[None]] = []
     cut: set[UUID] = set()
