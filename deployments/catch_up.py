@@ -37,6 +37,7 @@ LEFT_BEHIND = (StateType.PENDING, StateType.RUNNING, StateType.CANCELLING)
 WILL_RUN_OR_RAN = {StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED,
                    StateType.CANCELLING, StateType.COMPLETED, StateType.FAILED}
 CATCH_UP_TAG = "catch-up"
+ANCHORED_BEFORE = timedelta(minutes=1)
 LOOKBACKS = [timedelta(hours=4**power) for power in range(8)]  # 1 h ... 4096 h (170 days): any schedule's last date
 
 
@@ -71,7 +72,8 @@ async def last_scheduled_night(flow: str, deployment: str, now: datetime) -> Las
         dates = await schedule.get_dates(n=1000, start=now - lookback, end=now)
         if dates:
             due = datetime.fromtimestamp(dates[-1].timestamp(), UTC)
-            return LastNight(due, schedule.timezone or "UTC") if due >= found.created else None
+            # an interval's anchor is the moment its schedule was made, just before the deployment was
+            return LastNight(due, schedule.timezone or "UTC") if due >= found.created - ANCHORED_BEFORE else None
     return None
 
 
@@ -121,7 +123,7 @@ async def catch_up(deployment_id: UUID, name: str, last: LastNight, window_hours
             expected_start_time=FlowRunFilterExpectedStartTime(before_=last.due - timedelta(seconds=1))))
         for run in stale:
             await client.set_flow_run_state(run.id, Cancelled(
-                message=f"missed while fleet serve was not running: superseded by the night of {when}"), force=True)
+                message=f"not run before fleet serve stopped: superseded by the night of {when}"), force=True)
             say(f"{name}: run {run.name}, due {run.expected_start_time:%Y-%m-%d %H:%M} UTC, cancelled: superseded "
                 f"by the night of {when} (a missed night runs once)", False)
         since = await client.read_flow_runs(deployment_filter=mine, flow_run_filter=FlowRunFilter(  # not the new ones
