@@ -87,11 +87,11 @@ async def runs_left_behind(served: dict[UUID, str]) -> list[str]:
             deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=list(served))),
             flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=list(LEFT_BEHIND)))))
         for run in runs:
-            what = "had not started" if run.state_type is StateType.PENDING else "was running"
-            message = (f"killed: it {what} when the `fleet serve` running it was killed (its runs die with it); "
-                       "found when fleet serve started again")
+            what = "before it started" if run.state_type is StateType.PENDING else "while it ran"
+            message = (f"its process ended {what}, with the `fleet serve` running it, which was killed (its runs "
+                       "die with it); found when fleet serve started again")
             await client.set_flow_run_state(run.id, Crashed(message=message), force=True)
-            said.append(f"run {run.name} ({served.get(run.deployment_id, 'deployment')}) {message}")
+            said.append(f"run {run.name} ({served.get(run.deployment_id, 'deployment')}) marked Crashed: {message}")
     return said
 
 

@@ -203,7 +203,7 @@ def test_the_last_scheduled_night_runs_once_when_missed_or_cancelled_by_a_stop_n
             assert any(f"run {older.name}" in line and "superseded" in line for line in said), said
             await client.set_flow_run_state(second.id, Running(), force=True)
             [line] = await runs_left_behind({deployment_id: name})
-            assert line.startswith(f"run {second.name} ({name}) killed: it was running"), line
+            assert line.startswith(f"run {second.name} ({name}) marked Crashed: its process ended while it ran"), line
             assert (await client.read_flow_run(second.id)).state.type.value == "CRASHED"
 
     with temporary_settings({PREFECT_API_URL: world.server.api_url}):
