@@ -104,7 +104,7 @@ def why_it_did_not_run(runs: list[FlowRun]) -> str | None:
     last = runs[-1]
     message = (last.state.message if last.state else "") or ""
     if last.state_type is StateType.CRASHED:
-        return f"killed ({message or 'its process ended'})"
+        return "killed (Crashed: its process ended before the night did)"
     if message.startswith(CANCELLED_BY_THE_STOP):
         return CANCELLED_BY_THE_STOP
     return None
