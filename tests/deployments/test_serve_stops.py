@@ -72,7 +72,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with chat_receiver() as chat, EmulatorServer(EmulatorConfig(sites=4, time_scale=0.02)) as emulator, \
+    with chat_receiver() as chat, EmulatorServer(EmulatorConfig(sites=3, time_scale=0.02)) as emulator, \
             LocalPrefectServer(tmp_path_factory.mktemp("serve-stops") / "prefect", SERVER_SETTINGS) as server:
         save_chat_block(server, chat)
         yield World(server, emulator, chat)
