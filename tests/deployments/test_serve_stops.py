@@ -12,13 +12,14 @@ again. `bench/serve_stops.py` stops it 50 times.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,12 @@ class World:
     server: LocalPrefectServer
     emulator: EmulatorServer
     chat: ChatReceiver
+    started: list[subprocess.Popen[bytes]] = field(default_factory=list)  # killed at the end if a test failed
 
     def serve(self, directory: Path, settings: dict[str, str] = SERVE_SETTINGS) -> tuple[subprocess.Popen[bytes], Path]:
         process, output = start_serving(self.server, dashboard_environment(self.emulator.credentials), directory,
                                         FLEET_NOTIFY_BLOCK=NOTIFY, **settings)
+        self.started.append(process)
         assert wait_until(lambda: serving_started(output) or process.poll() is not None, 180, 0.05), output.read_text()
         assert process.poll() is None, output.read_text()
         return process, output
@@ -75,7 +78,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with chat_receiver() as chat, EmulatorServer(EmulatorConfig(sites=3, time_scale=0.02)) as emulator, \
             LocalPrefectServer(tmp_path_factory.mktemp("serve-stops") / "prefect", SERVER_SETTINGS) as server:
         save_chat_block(server, chat)
-        yield World(server, emulator, chat)
+        world = World(server, emulator, chat)
+        try:
+            yield world
+        finally:
+            for process in world.started:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
 
 
 def crashed_said(world: World) -> list[str]:
