@@ -77,21 +77,29 @@ async def last_scheduled_night(flow: str, deployment: str, now: datetime) -> Las
     return None
 
 
-async def runs_left_behind(served: dict[UUID, str]) -> list[str]:
-    """The served deployments' runs still Pending, Running or Cancelling as `fleet serve` starts: their processes
-    ended with the `fleet serve` that ran them, killed before it could stop them. Marked Crashed (no hook runs: no
-    alert), which frees their deployment for its next run; one line each."""
+async def runs_left_behind(names: list[str], now: datetime) -> list[str]:
+    """The runs of the deployments `fleet serve` is about to serve still Pending, Running or Cancelling as it starts
+    (since before `now`): their processes ended with the `fleet serve` that ran them, killed before it could stop
+    them. Marked Crashed (no hook runs: no alert), which frees their deployment for its next run; one line each."""
     said = []
     async with get_client() as client:
-        runs = await client.read_flow_runs(
-            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=list(served))),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=list(LEFT_BEHIND)))))
-        for run in runs:
-            what = "before it started" if run.state_type is StateType.PENDING else "while it ran"
-            message = (f"its process ended {what}, with the `fleet serve` running it, which was killed (its runs "
-                       "die with it); found when fleet serve started again")
-            await client.set_flow_run_state(run.id, Crashed(message=message), force=True)
-            said.append(f"run {run.name} ({served.get(run.deployment_id, 'deployment')}) marked Crashed: {message}")
+        for name in names:
+            try:
+                deployment = await client.read_deployment_by_name(name)
+            except ObjectNotFound:
+                continue
+            runs = await client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id])),
+                flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                    any_=list(LEFT_BEHIND)))))
+            for run in runs:
+                if run.state is None or run.state.timestamp >= now:
+                    continue
+                what = "before it started" if run.state_type is StateType.PENDING else "while it ran"
+                message = (f"its process ended {what}, with the `fleet serve` running it, which was killed (its "
+                           "runs die with it); found when fleet serve started again")
+                await client.set_flow_run_state(run.id, Crashed(message=message), force=True)
+                said.append(f"run {run.name} ({name}) marked Crashed: {message}")
     return said
 
 

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 
 from dashboard.home import FleetSettings
 from deployments.automations import ensure_automations
-from deployments.catch_up import LastNight, catch_up, last_scheduled_night, runs_left_behind
+from deployments.catch_up import catch_up, last_scheduled_night, runs_left_behind
 from deployments.console import HANDLER as ONE_LINE_FAILURES
 from deployments.stopping import StopReport, StopSignals, run_until_stopped, say_stopped, stop_serving
 from fleet.rules.windows import known_zone
@@ -235,10 +235,10 @@ class ServiceRunner(Runner):
 
 async def serve_and_watch(deployments: list[RunnerDeployment], settings: ScheduleSettings,
                           say: Callable[[str, bool], None]) -> StopReport:
-    """Register the deployments (the runs an earlier `fleet serve` left behind found, the night it missed run
-    once), run their flow runs here, and watch that the scheduled ones get runs, until SIGINT or SIGTERM; then
-    stop as `deployments.stopping` says, whatever moment the signal came at (a registration, a run's submission,
-    a night under way)."""
+    """Register the deployments (first, the runs a killed `fleet serve` left behind marked Crashed; then the last
+    night run once if it was missed, cancelled by a stop, or killed), run their flow runs here, and watch that the
+    scheduled ones get runs, until SIGINT or SIGTERM; then stop as `deployments.stopping` says, whatever moment the
+    signal came at (a registration, a run's submission, a night under way)."""
     loop = asyncio.get_running_loop()
     stop = StopSignals()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -249,7 +249,11 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
     watches: list[asyncio.Task[None]] = []
     cut: set[UUID] = set()
     try:
-        last = await last_scheduled_night(nightly_maintenance.name, NIGHTLY, datetime.now(UTC))
+        started = datetime.now(UTC)
+        for line in await runs_left_behind([f"{deployment.flow_name}/{deployment.name}" for deployment in deployments],
+                                           started):
+            say(line, False)
+        last = await last_scheduled_night(nightly_maintenance.name, NIGHTLY, started)
         for deployment in deployments:
             if stop.first.is_set():
                 break
@@ -260,8 +264,10 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
             if deployment.schedules:
                 watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say,
                                                                   described=settings.described(deployment.name))))
-        if not stop.first.is_set():
-            await start_where_the_last_one_stopped(served, last, settings, say)
+        nightly = next((deployment_id for deployment_id, name in served.items()
+                        if name == f"{nightly_maintenance.name}/{NIGHTLY}"), None)
+        if last is not None and nightly is not None and not stop.first.is_set():
+            await catch_up(nightly, served[nightly], last, settings.catch_up_hours, datetime.now(UTC), say)
         if not stop.first.is_set():
             cut = await run_until_stopped(runner, stop, settings.stop_grace_seconds, say)
     finally:
@@ -273,18 +279,6 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
         stop.close()
         say_stopped(report, say)
     return report
-
-
-async def start_where_the_last_one_stopped(served: dict[UUID, str], last: LastNight | None,
-                                           settings: ScheduleSettings, say: Callable[[str, bool], None]) -> None:
-    """The runs a killed `fleet serve` left behind marked for what they are; the last night run once if it was
-    missed, cancelled by a stop, or killed."""
-    for line in await runs_left_behind(served):
-        say(line, False)
-    nightly = next((deployment_id for deployment_id, name in served.items()
-                    if name == f"{nightly_maintenance.name}/{NIGHTLY}"), None)
-    if last is not None and nightly is not None:
-        await catch_up(nightly, served[nightly], last, settings.catch_up_hours, datetime.now(UTC), say)
 
 
 def serve_deployments(settings: ScheduleSettings, say: Callable[[str, bool], None]) -> StopReport:

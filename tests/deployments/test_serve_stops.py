@@ -211,7 +211,8 @@ def test_the_last_scheduled_night_runs_once_when_missed_or_cancelled_by_a_stop_n
             assert (await client.read_flow_run(older.id)).state.type.value == "CANCELLED"
             assert any(f"run {older.name}" in line and "superseded" in line for line in said), said
             await client.set_flow_run_state(second.id, Running(), force=True)
-            [line] = await runs_left_behind({deployment_id: name})
+            assert not await runs_left_behind([name], datetime.now(UTC) - timedelta(minutes=5))  # not before
+            [line] = await runs_left_behind([name], datetime.now(UTC))
             assert line.startswith(f"run {second.name} ({name}) marked Crashed: its process ended while it ran"), line
             assert (await client.read_flow_run(second.id)).state.type.value == "CRASHED"
 
