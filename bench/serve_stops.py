@@ -1,16 +1,20 @@
-"""Stopping `fleet serve` at random moments: every time, every schedule paused and no run left Pending.
+"""Stopping `fleet serve` at any moment, as a terminal's Ctrl-C and systemd's stop do, and starting it again.
 
-A real `prefect server start`, an emulated dashboard on a real socket, and `fleet serve` as its own process (the
-nightly deployment on a 30 s interval, the runner polling every second), stopped again and again: at a random
-moment while it starts or once it serves, or the moment a manually triggered run turns Pending (the runner is
-submitting it), by SIGINT (Ctrl-C) or SIGTERM (systemd). After each stop it reads Prefect's API: every served
-deployment paused, no flow run of them Pending, no auto-scheduled run left Scheduled; and what `fleet serve` said
-and its exit code.
+A real `prefect server start`, an emulated dashboard on a real socket (nights of about 20 s), a local chat-shaped
+webhook receiver behind the `FLEET_NOTIFY_BLOCK` custom-webhook block, and `fleet serve` as its own process (the
+nightly deployment every 30 s, the runner polling every second, `FLEET_CATCH_UP_HOURS=0`), stopped again and again
+by SIGINT (a terminal's Ctrl-C) or SIGTERM (systemd's stop), sent to its whole process group: a third of the stops
+within its first 5 s (its imports, its checks, its registrations), a third the moment a night turns Pending (the
+runner submitting it), a third while a night runs. Each stop is followed by the next start, as `systemctl restart`
+does. Checked from outside, after every stop: every served deployment paused, no run left Pending or Running, no
+flow-run process left, no run Crashed and no "crashed" alert in the chat; how each night the stop reached ended
+(Prefect's state and message); on the next start, that the night was run again (the catch-up run, Completed) and
+that the journal (the state database's `runs`) shows the stopped night accounted for by it.
 
-Issue 38 saw 1 stop in 5 during a run's submission leave the schedule on, 99 runs scheduled and one run Pending for
-good.
+Issue 44 saw 4 of 7 stops at a night's submission kill that night, the chat told "run ... crashed ... SIGTERM"
+while Prefect showed it Cancelled, and a night stopped or killed never run again.
 
-Run: `python bench/serve_stops.py [--stops 20] [--seed 0] [--output DIR]` (about 15 s a stop). Prints a row per
+Run: `python bench/serve_stops.py [--stops 50] [--seed 0] [--output DIR]` (about a minute a stop). Prints a row per
 stop, then the totals; writes bench/results/serve_stops.json. Exit 1 when any stop left something behind.
 """
 
@@ -20,12 +24,19 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -35,38 +46,62 @@ if sys.path[0] == str(Path(__file__).resolve().parent):  # run as a script: benc
 
 import httpx  # noqa: E402 - after the path fix above
 
+from bench.soak import FleetView, next_patch  # noqa: E402
 from cli.demo import dashboard_environment  # noqa: E402
 from cli.local_prefect import LocalPrefectServer, command_path  # noqa: E402
 from emulator.config import EmulatorConfig  # noqa: E402
 from emulator.testing import EmulatorServer  # noqa: E402
 
 SERVE_SETTINGS = {"FLEET_SCHEDULE_INTERVAL_SECONDS": "30", "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-                  "FLEET_SCHEDULE_CHECK_SECONDS": "600"}
+                  "FLEET_SCHEDULE_CHECK_SECONDS": "600", "FLEET_STOP_GRACE_SECONDS": "60", "FLEET_CATCH_UP_HOURS": "0"}
 SERVER_SETTINGS = {"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}
-MANUAL = "sync-fleet/sync_fleet"
+NIGHTLY = "nightly-maintenance/nightly"
+NOTIFY = "custom-webhook/ops"
+KINDS = ("starting", "submission", "running")
+CANCELLED_BY_THE_STOP = "cancelled by the stop of `fleet serve`"  # tasks/serve_stop.py: how a stopped run is said
+NIGHT_SECONDS = 240  # the longest a night is waited for
 
 
-@dataclass
-class Stop:
-    """One stop of `fleet serve` and what it left."""
+class ChatReceiver(ThreadingHTTPServer):
+    """A local chat-shaped webhook receiver: what a custom-webhook block posted (`{"text": ...}`), in order."""
 
-    number: int
-    moment: str  # "start +3.2 s", "serving +1.0 s" or "run pending"
-    signal: str
-    exit_code: int | None
-    paused: int
-    active: list[str] = field(default_factory=list)  # deployments left unpaused
-    pending: list[str] = field(default_factory=list)  # runs left Pending
-    scheduled: int = 0  # auto-scheduled runs left Scheduled
-    was_serving: bool = False  # it had registered a deployment: then it must stop saying so, exit 0
-    said_stopped: bool = False
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Post)
+        self.received: list[dict[str, str]] = []
 
-    @property
-    def clean(self) -> bool:
-        """Nothing left behind; and a process that was serving said it stopped and exited 0 (one stopped while
-        Python was still starting leaves nothing, whatever its exit code)."""
-        left = self.active or self.pending or self.scheduled
-        return not left and (not self.was_serving or (self.exit_code == 0 and self.said_stopped))
+    def texts(self) -> list[str]:
+        return [posted.get("text", "") for posted in self.received]
+
+
+class _Post(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.server.received.append(json.loads(body))  # type: ignore[attr-defined]
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def chat_receiver() -> Iterator[ChatReceiver]:
+    receiver = ChatReceiver()
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        yield receiver
+    finally:
+        receiver.shutdown()
+
+
+def save_chat_block(server: LocalPrefectServer, receiver: ChatReceiver) -> None:
+    """The `custom-webhook/ops` block, saved on the server as an operator saves it, posting to the receiver."""
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: server.api_url}):
+        CustomWebhookNotificationBlock(name="ops", url=f"http://127.0.0.1:{receiver.server_port}/ops",
+                                       json_data={"subject": "{{subject}}", "text": "{{body}}"}).save("ops")
 
 
 def api(server: LocalPrefectServer, path: str, body: dict[str, Any] | None = None, attempts: int = 5) -> Any:
@@ -87,8 +122,14 @@ def deployments(server: LocalPrefectServer) -> dict[str, dict[str, Any]]:
     return {f"{flows[found['flow_id']]}/{found['name']}": found for found in served}
 
 
-def runs_in(server: LocalPrefectServer, state: str) -> list[dict[str, Any]]:
-    return api(server, "/flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": [state]}}}})
+def runs_in(server: LocalPrefectServer, *states: str) -> list[dict[str, Any]]:
+    return api(server, "/flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": list(states)}}},
+                                             "sort": "EXPECTED_START_TIME_ASC"})
+
+
+def nightly_runs(server: LocalPrefectServer) -> list[dict[str, Any]]:
+    return api(server, "/flow_runs/filter", {"flows": {"name": {"any_": [NIGHTLY.split("/")[0]]}},
+                                             "sort": "EXPECTED_START_TIME_ASC"})
 
 
 def trigger(server: LocalPrefectServer, name: str) -> str:
@@ -104,18 +145,16 @@ def state_of(server: LocalPrefectServer, run_id: str) -> str | None:
     return state.get("type")
 
 
-def start_serving(server: LocalPrefectServer, dashboard: dict[str, str], directory: Path
-                  ) -> tuple[subprocess.Popen[bytes], Path]:
-    output = directory / f"serve-{time.monotonic_ns()}.log"
-    env = server.environment(COLUMNS="200", FLEET_HOME=str(directory / "home"),
-                             FLEET_REPORT_DIR=str(directory / "reports"), **dashboard, **SERVE_SETTINGS)
-    with output.open("wb") as log:
-        process = subprocess.Popen([command_path("fleet"), "serve"], env=env, cwd=directory, stdout=log,  # noqa: S603
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    return process, output
+def started_since(run: dict[str, Any], moment: float) -> bool:
+    """Began (Running) after `moment`."""
+    return bool(run.get("start_time")) and datetime.fromisoformat(run["start_time"]).timestamp() >= moment
 
 
-def wait_until(condition: Any, timeout: float, step: float = 0.05) -> Any:
+def message_of(run: dict[str, Any]) -> str:
+    return (run.get("state") or {}).get("message") or ""
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, step: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = condition()
@@ -126,91 +165,324 @@ def wait_until(condition: Any, timeout: float, step: float = 0.05) -> Any:
 
 
 def serving_started(output: Path) -> bool:
-    return "serving nightly-maintenance/nightly" in output.read_text(errors="replace")
+    return "serving report/report" in output.read_text(errors="replace")
 
 
-def stop_once(server: LocalPrefectServer, dashboard: dict[str, str], directory: Path, number: int, *,
-              at_submission: bool, delay: float, signum: signal.Signals, once_serving: bool = False
-              ) -> tuple[Stop, str]:
-    """Start `fleet serve`, stop it at the moment asked (a triggered run's submission, `delay` seconds after it
-    began serving, or after its process started), and read what it left; also returns what it printed."""
-    process, output = start_serving(server, dashboard, directory)
+def start_serving(server: LocalPrefectServer, dashboard: dict[str, str], directory: Path,
+                  **settings: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`fleet serve` in a session of its own (its process group is what a terminal or systemd signals)."""
+    output = directory / f"serve-{time.monotonic_ns()}.log"
+    env = server.environment(COLUMNS="200", FLEET_HOME=str(directory / "home"),
+                             FLEET_REPORT_DIR=str(directory / "reports"), **dashboard, **settings)
+    with output.open("wb") as log:
+        process = subprocess.Popen([command_path("fleet"), "serve"], env=env, cwd=directory, stdout=log,  # noqa: S603
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    return process, output
+
+
+def stop_group(process: subprocess.Popen[bytes], signum: signal.Signals, timeout: float) -> tuple[int | None, float]:
+    """The signal to the whole process group, as a terminal's Ctrl-C or `kill -TERM -PGID` sends it; the exit
+    code (None: killed after `timeout`) and the seconds it took."""
+    began = time.monotonic()
+    os.killpg(process.pid, signum)
     try:
-        if (at_submission or once_serving) and not wait_until(lambda: serving_started(output), 180, 0.02):
-            raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
-        if once_serving:
-            time.sleep(delay)
-            moment = f"serving +{delay:.1f} s"
-        elif at_submission:
-            wait_until(lambda: MANUAL in deployments(server), 60, 0.2)
-            run_id = trigger(server, MANUAL)
-            if not wait_until(lambda: state_of(server, run_id) in ("PENDING", "RUNNING", "COMPLETED"), 60, 0.02):
-                raise RuntimeError("the triggered run was never submitted")
-            moment = f"run {state_of(server, run_id).lower()}"
-        else:
-            time.sleep(delay)
-            moment = f"start +{delay:.1f} s"
-        os.killpg(process.pid, signum)
+        code: int | None = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        code = None
+    return code, time.monotonic() - began
+
+
+def flow_run_processes(home: Path) -> list[int]:
+    """Processes of this bench's flow runs still alive (their environment names its FLEET_HOME)."""
+    marker = f"FLEET_HOME={home}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
-            code: int | None = process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            code = None
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    printed = output.read_text(errors="replace")
-    served = deployments(server)
-    stop = Stop(
-        number=number, moment=moment, signal=signum.name, exit_code=code,
-        paused=sum(1 for found in served.values() if found["paused"]),
-        active=sorted(name for name, found in served.items() if not found["paused"]),
-        pending=[run["name"] for run in runs_in(server, "PENDING")],
-        scheduled=sum(1 for run in runs_in(server, "SCHEDULED") if run.get("auto_scheduled")),
-        was_serving="serving " in printed,
-        said_stopped="stopped" in printed,
-    )
-    return stop, printed
+            if marker in environ.read_bytes().split(b"\0") and b"flow_run_process" in \
+                    environ.with_name("cmdline").read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
 
 
-def run_stops(stops: int, seed: int, directory: Path) -> list[Stop]:
-    """`stops` stops at random moments, alternating SIGINT and SIGTERM: a third at a run's submission, a third at
-    a random moment once it serves (its registrations, its first polls), a third while it starts (its imports,
-    the pre-flight)."""
+def journal(home: Path) -> dict[str, dict[str, Any]]:
+    """The journal's runs (the `runs` table of the state databases under the home, wherever a dashboard's memory
+    is kept): night run id -> finished, accounted for by."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in home.rglob("*.sqlite"):
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
+            try:
+                rows = db.execute("SELECT run_id, finished_at, accounted_by FROM runs").fetchall()
+            except sqlite3.OperationalError:  # not a journal
+                continue
+        found |= {run_id: {"finished": finished is not None, "accounted_by": by} for run_id, finished, by in rows}
+    return found
+
+
+def night_of(flow_run_id: str, rows: dict[str, dict[str, Any]]) -> str | None:
+    """The journal's run of a flow run: a night's run id ends with its flow run's last 8 hex digits."""
+    return next((run_id for run_id in rows if run_id.endswith(flow_run_id.replace("-", "")[-8:])), None)
+
+
+def new_releases(emulator: EmulatorServer) -> int:
+    """Every plugin not offered an update yet is offered its next patch release: each night has work (an update
+    call per site and cohort step) for a stop to reach. Not while a stopped night waits to be run again: a release
+    of an item the stopped night updated, offered before the catch-up, makes the catch-up fail (`MissingItems: ...
+    two outcomes`: the item is counted as applied by the stopped run and as tonight's own), a fault of the
+    accounting for interrupted runs found by this bench and left to its owner."""
+    def admin(method: str, route: str, body: dict[str, Any] | None = None) -> Any:
+        answer = httpx.request(method, f"{emulator.root_url}/__emulator__/{route}", json=body, timeout=60,
+                               headers={"X-Emulator-Token": emulator.credentials["admin_token"]})
+        answer.raise_for_status()
+        return answer.json()
+
+    view = FleetView.read(admin("GET", "state"))
+    offered = 0
+    for (site_id, kind, slug), version in view.versions.items():
+        if kind == "plugin" and (site_id, kind, slug) not in view.offers and "mainwp-child" not in slug:
+            admin("POST", "offers", {"site_id": site_id, "type": kind, "slug": slug, "version": next_patch(version)})
+            offered += 1
+    return offered
+
+
+@dataclass
+class StoppedNight:
+    """A nightly run the stop reached, how it ended, and what the next start did about it."""
+
+    run: str
+    flow_run_id: str
+    state: str
+    message: str
+    journalled: bool = False  # it had started in the journal (it may have applied something)
+    rerun: str | None = None  # the catch-up run that ran the night again, Completed
+    accounted: bool = False  # its journal run finished or accounted for by a later run (or it never started one)
+
+
+@dataclass
+class Stop:
+    """One stop of `fleet serve` and what it left."""
+
+    number: int
+    kind: str
+    moment: str
+    signal: str
+    exit_code: int | None = None
+    exit_seconds: float = 0.0
+    was_serving: bool = False
+    said_stopped: bool = False
+    deployments: int = 0
+    active: list[str] = field(default_factory=list)  # served deployments left unpaused
+    left: list[str] = field(default_factory=list)  # runs left Pending or Running
+    processes: int = 0  # flow-run processes still alive
+    crashed: list[str] = field(default_factory=list)  # runs Crashed
+    crashed_alerts: list[str] = field(default_factory=list)  # chat texts saying crashed
+    nights: list[StoppedNight] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """Nothing left behind and nothing said crashed; a process that was serving said it stopped and exited 0
+        (one stopped before it registered anything leaves nothing, whatever its exit code)."""
+        left = self.active or self.left or self.processes or self.crashed or self.crashed_alerts
+        return not left and (not self.was_serving or (self.exit_code == 0 and self.said_stopped))
+
+    @property
+    def settled(self) -> bool:
+        """Every night it stopped ran again on the next start and its journal was accounted for."""
+        return all(night.rerun and night.accounted for night in self.nights)
+
+
+@dataclass
+class Bench:
+    server: LocalPrefectServer
+    emulator: EmulatorServer
+    chat: ChatReceiver
+    directory: Path
+    stops: list[Stop] = field(default_factory=list)
+
+    @property
+    def home(self) -> Path:
+        return self.directory / "home"
+
+    def start(self) -> tuple[subprocess.Popen[bytes], Path, float]:
+        process, output = start_serving(self.server, dashboard_environment(self.emulator.credentials), self.directory,
+                                        FLEET_NOTIFY_BLOCK=NOTIFY,
+                                        **SERVE_SETTINGS)
+        return process, output, time.time()
+
+    def settle(self, began: float, output: Path) -> None:
+        """On this start: the nights the last stops reached, run again (by the catch-up run, or by the schedule
+        when the stopped night's time had not come: the runner takes a run up to 10 s early) and Completed, and
+        their journal accounted for."""
+        owed = [night for stop in self.stops for night in stop.nights if not night.rerun]
+        if not owed:
+            return
+        again = wait_until(lambda: next((run for run in nightly_runs(self.server) if run["state_type"] == "COMPLETED"
+                                         and started_since(run, began)), None), NIGHT_SECONDS, 0.5)
+        if again is None:
+            raise RuntimeError(f"no night run again and Completed on this start:\n"
+                               f"{output.read_text(errors='replace')[-3000:]}")
+        rows = journal(self.home)
+        for night in owed:
+            night.rerun = again["name"] + (" (catch-up)" if "catch-up" in again["tags"] else " (scheduled)")
+            mine = night_of(night.flow_run_id, rows)
+            night.accounted = mine is None or rows[mine]["finished"] or rows[mine]["accounted_by"] is not None
+
+    def once(self, number: int, kind: str, chosen: random.Random) -> Stop:
+        signum = signal.SIGINT if number % 2 else signal.SIGTERM
+        process, output, began = self.start()
+        try:
+            if kind == "starting":
+                delay = chosen.uniform(0.0, 5.0)
+                time.sleep(max(0.0, began + delay - time.time()))
+                moment = f"start +{delay:.1f} s"
+            else:
+                if not wait_until(lambda: serving_started(output) or process.poll() is not None, 180, 0.05) \
+                        or process.poll() is not None:
+                    raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
+                self.settle(began, output)
+                new_releases(self.emulator)  # the night to come has work; never before a stopped night ran again
+                moment = self.night_reaches(kind, chosen, output, time.time())
+            chat_before = len(self.chat.received)
+            code, seconds = stop_group(process, signum, timeout=float(SERVE_SETTINGS["FLEET_STOP_GRACE_SECONDS"]) + 90)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        return self.observe(Stop(number, kind, moment, signum.name, code, seconds), output, began, chat_before)
+
+    def night_reaches(self, kind: str, chosen: random.Random, output: Path, after: float) -> str:
+        """Wait for the moment: a night turning Pending (the runner submitting it), or a night begun after `after`
+        (the new releases) running for a random 0.5 to 10 s."""
+        state = "PENDING" if kind == "submission" else "RUNNING"
+        run = wait_until(lambda: next((run for run in nightly_runs(self.server) if run["state_type"] == state
+                                       and (state == "PENDING" or started_since(run, after))), None),
+                         NIGHT_SECONDS, 0.02)
+        if run is None:
+            raise RuntimeError(f"no night turned {state}:\n{output.read_text(errors='replace')[-3000:]}")
+        if kind == "submission":
+            return f"{run['name']} pending"
+        delay = chosen.uniform(0.5, 10.0)
+        time.sleep(delay)
+        return f"{run['name']} running +{delay:.1f} s"
+
+    def observe(self, stop: Stop, output: Path, began: float, chat_before: int) -> Stop:
+        printed = output.read_text(errors="replace")
+        served = deployments(self.server)
+        stop.was_serving = "\nserving " in f"\n{printed}"
+        stop.said_stopped = "\nstopped: " in f"\n{printed}"
+        stop.deployments = len(served)
+        stop.active = sorted(name for name, found in served.items() if not found["paused"])
+        stop.left = [f"{run['name']} {run['state_type']}" for run in runs_in(self.server, "PENDING", "RUNNING")]
+        wait_until(lambda: not flow_run_processes(self.home), 10, 0.2)
+        stop.processes = len(flow_run_processes(self.home))
+        stop.crashed = [f"{run['name']}: {message_of(run)}" for run in runs_in(self.server, "CRASHED")]
+        stop.crashed_alerts = [text for text in self.chat.texts()[chat_before:] if "rash" in text]
+        rows = journal(self.home)
+        for run in nightly_runs(self.server):
+            state = run.get("state") or {}
+            stamp = datetime.fromisoformat(state["timestamp"]).timestamp() if state.get("timestamp") else 0
+            if stamp >= began and (run["state_type"] == "CANCELLED" and message_of(run).startswith(
+                    CANCELLED_BY_THE_STOP) or run["state_type"] == "CRASHED"):
+                stop.nights.append(StoppedNight(run["name"], run["id"], run["state_type"], message_of(run),
+                                                journalled=night_of(run["id"], rows) is not None))
+        return stop
+
+
+def how(night: StoppedNight) -> str:
+    if night.state != "CANCELLED":
+        return night.state
+    for words, short in (("before it started", "before it started"), ("before its first call", "before a call"),
+                         ("at a safe point", "at a safe point"), ("after its grace", "after the grace")):
+        if words in night.message:
+            return short
+    return night.message[:40]
+
+
+def row(stop: Stop) -> str:
+    nights = "; ".join(f"{night.run} {how(night)}" + (f" -> {night.rerun}{'' if night.accounted else ' NOT ACCOUNTED'}"
+                                                      if night.rerun else "") for night in stop.nights) or "-"
+    left = stop.active + stop.left + stop.crashed + stop.crashed_alerts + [f"{stop.processes} process(es)"] * bool(
+        stop.processes)
+    return (f"{stop.number:>3}  {stop.kind:<10} {stop.moment:<32} {stop.signal:<7} exit {stop.exit_code!s:<4} "
+            f"{stop.exit_seconds:5.1f} s  paused {stop.deployments - len(stop.active)}/{stop.deployments}  "
+            f"{'ok' if stop.clean else 'LEFT: ' + ', '.join(left)}  nights: {nights}")
+
+
+def run_stops(stops: int, seed: int, directory: Path, say: Callable[[str], None] = print) -> list[Stop]:
+    """`stops` stops, a third of each kind in a random order, alternating SIGINT and SIGTERM; then one last start
+    that runs the last stopped night again."""
     chosen = random.Random(seed)
-    results = []
-    with EmulatorServer(EmulatorConfig(sites=3, time_scale=0.001)) as emulator, \
+    kinds = [KINDS[number % 3] for number in range(stops)]
+    chosen.shuffle(kinds)
+    with chat_receiver() as chat, EmulatorServer(EmulatorConfig(sites=10, time_scale=0.03)) as emulator, \
             LocalPrefectServer(directory / "prefect", SERVER_SETTINGS) as server:
-        dashboard = dashboard_environment(emulator.credentials)
-        for number in range(1, stops + 1):
-            kind = chosen.choice(("submission", "serving", "starting"))
-            stop, printed = stop_once(server, dashboard, directory, number, at_submission=kind == "submission",
-                                      once_serving=kind == "serving",
-                                      delay=chosen.uniform(0.0, 6.0) if kind == "serving" else chosen.uniform(0.5, 10),
-                                      signum=signal.SIGINT if number % 2 else signal.SIGTERM)
-            results.append(stop)
-            print(f"{stop.number:>3}  {stop.moment:<14} {stop.signal:<8} exit {stop.exit_code!s:<5} "
-                  f"paused {stop.paused}  active {stop.active or '-'}  pending {stop.pending or '-'}  "
-                  f"scheduled {stop.scheduled}  {'ok' if stop.clean else 'LEFT SOMETHING'}", flush=True)
-            if not stop.clean:
-                print(printed[-2000:], flush=True)
-    return results
+        save_chat_block(server, chat)
+        bench = Bench(server, emulator, chat, directory)
+        for number, kind in enumerate(kinds, start=1):
+            stop = bench.once(number, kind, chosen)
+            bench.stops.append(stop)
+            say(row(stop))
+        process, output, began = bench.start()
+        try:
+            wait_until(lambda: serving_started(output) or process.poll() is not None, 180, 0.05)
+            bench.settle(began, output)
+        finally:
+            stop_group(process, signal.SIGINT, 150)
+        say("after the last start: " + "; ".join(f"{night.run} -> {night.rerun}" for night in bench.stops[-1].nights))
+    return bench.stops
+
+
+def totals(stops: list[Stop]) -> dict[str, Any]:
+    nights = [night for stop in stops for night in stop.nights]
+    return {
+        "stops": len(stops),
+        "by_kind": {kind: sum(stop.kind == kind for stop in stops) for kind in KINDS},
+        "every_schedule_paused": sum(not stop.active for stop in stops),
+        "clean": sum(stop.clean for stop in stops),
+        "runs_left_pending_or_running": sum(len(stop.left) for stop in stops),
+        "flow_run_processes_left": sum(stop.processes for stop in stops),
+        "runs_crashed": sum(len(stop.crashed) for stop in stops),
+        "crashed_alerts": sum(len(stop.crashed_alerts) for stop in stops),
+        "nights_stopped": len(nights),
+        "nights_by_how": {label: sum(how(night) == label for night in nights)
+                          for label in sorted({how(night) for night in nights})},
+        "nights_journalled": sum(night.journalled for night in nights),
+        "nights_run_again_on_restart": sum(bool(night.rerun) for night in nights),
+        "nights_run_again_by_catch_up": sum("catch-up" in (night.rerun or "") for night in nights),
+        "nights_accounted_for": sum(night.accounted for night in nights),
+        "exit_seconds_max": max((stop.exit_seconds for stop in stops), default=0.0),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stops", type=int, default=20)
+    parser.add_argument("--stops", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results")
     arguments = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="serve-stops-") as scratch:
-        results = run_stops(arguments.stops, arguments.seed, Path(scratch))
-    clean = sum(stop.clean for stop in results)
-    print(f"\n{clean} of {len(results)} stops left every schedule paused, no run Pending, no run scheduled")
+    began = time.time()
+    scratch = Path(tempfile.mkdtemp(prefix="serve-stops-"))
+    results = run_stops(arguments.stops, arguments.seed, scratch)
+    summed = totals(results)
+    print()
+    for key, value in summed.items():
+        print(f"{key}: {value}")
+    good = summed["clean"] == len(results) and all(stop.settled for stop in results)
+    print(f"\n{summed['clean']} of {len(results)} stops left every schedule paused, nothing Pending or Running, no "
+          f"process, nothing crashed; {summed['nights_run_again_on_restart']} of {summed['nights_stopped']} stopped "
+          f"nights run again on the next start, {summed['nights_accounted_for']} accounted for")
     arguments.output.mkdir(parents=True, exist_ok=True)
-    (arguments.output / "serve_stops.json").write_text(json.dumps(
-        {"stops": [asdict(stop) | {"clean": stop.clean} for stop in results], "clean": clean}, indent=2))
-    return 0 if clean == len(results) else 1
+    (arguments.output / "serve_stops.json").write_text(json.dumps({
+        "settings": {"stops": arguments.stops, "seed": arguments.seed, **SERVE_SETTINGS, **SERVER_SETTINGS},
+        "wall_s": time.time() - began, "totals": summed,
+        "stops": [asdict(stop) | {"clean": stop.clean, "settled": stop.settled} for stop in results]}, indent=2))
+    if good:
+        shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        print(f"what fleet serve printed, its home and the Prefect server's log are kept in {scratch}")
+    return 0 if good else 1
 
 
 if __name__ == "__main__":

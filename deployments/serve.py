@@ -12,8 +12,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 from zoneinfo import ZoneInfo
@@ -32,12 +31,13 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
 from prefect.runner import _starter_engine as engine_starter
 from prefect.schedules import Cron, Interval, Schedule
-from prefect.states import Cancelled
 from pydantic import Field, field_validator
 
 from dashboard.home import FleetSettings
 from deployments.automations import ensure_automations
+from deployments.catch_up import catch_up, last_scheduled_night, runs_left_behind
 from deployments.console import HANDLER as ONE_LINE_FAILURES
+from deployments.stopping import StopReport, StopSignals, run_until_stopped, say_stopped, stop_serving
 from fleet.rules.windows import known_zone
 from flows.check import check_fleet
 from flows.nightly import nightly_maintenance
@@ -48,14 +48,19 @@ from flows.update import update_fleet
 from tasks.limits import ensure_concurrency_limit
 
 _start_process = engine_starter.run_process
+PREFECT_ENGINE = ["-m", "prefect.engine"]
+FLOW_RUN_PROCESS = ["-m", "deployments.flow_run_process"]  # the engine, unless fleet serve stopped meanwhile
 
 
 async def _run_in_a_session_of_its_own(command: list[str], **kwargs: Any) -> Any:
-    """Start a flow run's process out of `fleet serve`'s process group: a Ctrl-C at its terminal (or a signal to
-    its group) is `fleet serve`'s to handle, and it cancels its runs itself; reaching a run's process still
-    importing Prefect, it printed a KeyboardInterrupt traceback into `fleet serve`'s output. Prefect's engine
-    starter reads `run_process` from its module so that it can be replaced (its docstring), and starts a new
-    session itself only on request (`isolate_process_group`), which the Runner never makes."""
+    """Start a flow run's process out of `fleet serve`'s process group, as `deployments.flow_run_process`: a
+    Ctrl-C at its terminal (or a signal to its group) is `fleet serve`'s to handle, and it stops its runs itself
+    (reaching a run's process, it killed the night, or printed a KeyboardInterrupt traceback into `fleet serve`'s
+    output). Prefect's engine starter reads `run_process` from its module so that it can be replaced (its
+    docstring), and starts a new session itself only on request (`isolate_process_group`), which the Runner never
+    makes."""
+    if command[1:] == PREFECT_ENGINE:
+        command = [command[0], *FLOW_RUN_PROCESS]
     return await _start_process(command, start_new_session=True, **kwargs)
 
 
@@ -63,8 +68,8 @@ engine_starter.run_process = _run_in_a_session_of_its_own
 
 ONE_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE)
 TAGS = ["fleet-maintenance"]
+NIGHTLY = "nightly"  # the nightly deployment's name
 SECURITY = "security"  # the security deployment's name
-STOP_SECONDS = 60.0  # for the runner to stop, then for the server to take the pauses: beyond, said loudly
 
 
 class ScheduleSettings(FleetSettings):
@@ -85,6 +90,13 @@ class ScheduleSettings(FleetSettings):
         3600, ge=30, description="How often the security deployment looks for fixes between nights.")
     security_cron: str | None = Field(
         None, description="Or a cron expression for it (read in FLEET_SCHEDULE_TIMEZONE), instead of the interval.")
+    stop_grace_seconds: float = Field(
+        120, ge=0, description="Stopping `fleet serve`: how long a run under way gets to reach a safe point between "
+        "calls (its calls in flight answered and journalled) before it is cancelled mid-call. systemd's "
+        "TimeoutStopSec must leave room for it: this plus 60 s.")
+    catch_up_hours: float = Field(
+        12, ge=0, description="Starting `fleet serve`: the last scheduled night, missed, cancelled by a stop or "
+        "killed, runs once at once, unless the next is due within this many hours (0: always).")
     concurrency_limit: str = Field("fleet-dashboard", description="Prefect global concurrency limit name.")
     concurrency: int = Field(8, ge=1, le=256, description="Dashboard write calls in flight across all runs.")
 
@@ -139,7 +151,7 @@ async def build_deployments(settings: ScheduleSettings) -> list[RunnerDeployment
     )] if settings.security_runs else []
     return [
         await nightly_maintenance.ato_deployment(
-            name="nightly",
+            name=NIGHTLY,
             schedules=[settings.schedule()],
             concurrency_limit=ONE_AT_A_TIME,
             description="The whole night: sync, detect, policy, update by type, checks, reconcile, report.",
@@ -210,45 +222,40 @@ async def watch_schedule(name: str, deployment_id: UUID, settings: ScheduleSetti
 
 class ServiceRunner(Runner):
     """Prefect's runner, stopped by `fleet serve` itself: Prefect's own SIGTERM handler calls `sys.exit` from inside
-    the event loop, which can leave the process without pausing the schedules."""
+    the event loop, which can leave the process without pausing the schedules. Replacing it changes only the
+    Python function the signal calls: the event loop still hears SIGTERM (through its wakeup file, as every
+    signal) and calls `fleet serve`'s own handler, once."""
 
-    def __init__(self, on_signal: Callable[[], None]) -> None:
+    def __init__(self) -> None:
         super().__init__(pause_on_shutdown=True)
-        self._on_signal = on_signal
 
     def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
-        self._on_signal()
-
-
-@dataclass
-class StopReport:
-    """What stopping `fleet serve` left: the deployments paused, those that could not be (and why), the runs
-    that had not started and were cancelled."""
-
-    paused: list[str] = field(default_factory=list)
-    not_paused: list[str] = field(default_factory=list)  # "name: why"
-    cancelled: list[str] = field(default_factory=list)  # "run name (deployment)"
-
-    @property
-    def complete(self) -> bool:
-        return not self.not_paused
+        pass
 
 
 async def serve_and_watch(deployments: list[RunnerDeployment], settings: ScheduleSettings,
                           say: Callable[[str, bool], None]) -> StopReport:
-    """Register the deployments, run their flow runs here, and watch that the scheduled ones get runs, until
-    SIGINT or SIGTERM; then stop the runner and make sure every schedule is paused and no run is left Pending,
-    whatever moment the signal came at (a registration, a run's submission)."""
+    """Register the deployments (first, the runs a killed `fleet serve` left behind marked Crashed; then the last
+    night run once if it was missed, cancelled by a stop, or killed), run their flow runs here, and watch that the
+    scheduled ones get runs, until SIGINT or SIGTERM; then stop as `deployments.stopping` says, whatever moment the
+    signal came at (a registration, a run's submission, a night under way)."""
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    stop = StopSignals()
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    runner = ServiceRunner(on_signal=lambda: loop.call_soon_threadsafe(stop.set))
+        loop.add_signal_handler(signum, stop.received)
+    os.environ.update(stop.environment())  # for the runs' processes
+    runner = ServiceRunner()
     served: dict[UUID, str] = {}
     watches: list[asyncio.Task[None]] = []
+    cut: set[UUID] = set()
     try:
+        started = datetime.now(UTC)
+        for line in await runs_left_behind([f"{deployment.flow_name}/{deployment.name}" for deployment in deployments],
+                                           started):
+            say(line, False)
+        last = await last_scheduled_night(nightly_maintenance.name, NIGHTLY, started)
         for deployment in deployments:
-            if stop.is_set():
+            if stop.first.is_set():
                 break
             deployment_id = await runner.aadd_deployment(deployment)
             name = f"{deployment.flow_name}/{deployment.name}"
@@ -257,78 +264,20 @@ async def serve_and_watch(deployments: list[RunnerDeployment], settings: Schedul
             if deployment.schedules:
                 watches.append(asyncio.create_task(watch_schedule(name, deployment_id, settings, say,
                                                                   described=settings.described(deployment.name))))
-        if not stop.is_set():
-            await run_until_stopped(runner, stop, say)
+        nightly = next((deployment_id for deployment_id, name in served.items()
+                        if name == f"{nightly_maintenance.name}/{NIGHTLY}"), None)
+        if last is not None and nightly is not None and not stop.first.is_set():
+            await catch_up(nightly, served[nightly], last, settings.catch_up_hours, datetime.now(UTC), say)
+        if not stop.first.is_set():
+            cut = await run_until_stopped(runner, stop, settings.stop_grace_seconds, say)
     finally:
         for watch in watches:
             watch.cancel()
-        report = await stop_serving(served)
+        report = await stop_serving(served, cut, stop.at)
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+        stop.close()
         say_stopped(report, say)
-    return report
-
-
-def say_stopped(report: StopReport, say: Callable[[str, bool], None]) -> None:
-    for run in report.cancelled:
-        say(f"run {run} had not started when fleet serve stopped: cancelled", False)
-    for problem in report.not_paused:
-        say(f"WARNING: could not pause {problem}: its schedule may still be on and its runs pile up with nobody "
-            "to run them; pause it in the Prefect UI or with `prefect deployment schedule pause`", True)
-    if report.paused:
-        say(f"stopped: {len(report.paused)} deployment(s) paused until fleet serve runs again", False)
-
-
-async def run_until_stopped(runner: Runner, stop: asyncio.Event, say: Callable[[str, bool], None]) -> None:
-    """Run the runner until it ends by itself or `stop` is set; then stop it as Prefect stops it (its running
-    flow runs cancelled, its schedules paused on the way out)."""
-    serving = asyncio.create_task(runner.start())
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    stopping.cancel()
-    if not serving.done():
-        say("stopping: pausing the schedules", False)
-        while not runner.started and not serving.done():  # a signal in the runner's first moments
-            await asyncio.sleep(0.05)
-        if not serving.done():
-            await runner.astop()
-        try:
-            await asyncio.wait_for(serving, STOP_SECONDS)
-        except Exception as error:  # noqa: BLE001 - the schedules are paused (or said not to be) all the same
-            say(f"the runner did not stop cleanly: {type(error).__name__}: {error}", True)
-    else:
-        serving.result()  # the runner ended by itself: its error is fleet serve's
-
-
-async def stop_serving(served: dict[UUID, str]) -> StopReport:
-    """Pause every served deployment (again: the runner's own pause may not have happened) and read back that it
-    is paused; cancel the runs left Pending (submitted, their process never started): nothing would ever start
-    them, and a Pending run blocks its deployment's next one."""
-    report = StopReport()
-    try:
-        async with asyncio.timeout(STOP_SECONDS), get_client() as client:
-            for deployment_id, name in served.items():
-                try:
-                    await client.pause_deployment(deployment_id)
-                    paused = (await client.read_deployment(deployment_id)).paused
-                except Exception as error:  # noqa: BLE001 - every deployment is tried, each failure said
-                    report.not_paused.append(f"{name}: {type(error).__name__}: {error}")
-                    continue
-                (report.paused if paused else report.not_paused).append(
-                    name if paused else f"{name}: the server still reads it active")
-            if served:
-                pending = await client.read_flow_runs(
-                    deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=list(served))),
-                    flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                        any_=[StateType.PENDING]))))
-                for run in pending:
-                    await client.set_flow_run_state(
-                        run.id, Cancelled(message="fleet serve stopped before this run started"), force=True)
-                    report.cancelled.append(f"{run.name} ({served.get(run.deployment_id, 'deployment')})")
-    except Exception as error:  # noqa: BLE001 - the server gone or too slow: said, never hidden
-        done = set(report.paused) | {line.split(":", 1)[0] for line in report.not_paused}
-        report.not_paused += [f"{name}: {type(error).__name__}: {error}" for name in served.values()
-                              if name not in done]
     return report
 
 

@@ -16,6 +16,7 @@ from fleet.rules.site_errors import SiteErrorIndex
 from tasks.progress import step_logger
 from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job
+from tasks.serve_stop import call_in_flight
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -95,4 +96,8 @@ async def send_batch_calls(
                 call.job = await wait_for_batch_job(client, call.job_id, operation.value, call.site_ids, settings)
         return await read(call), call.elapsed
 
-    return await send_sized(sizer, operation, groups, one_call, settings.concurrency, on_done=on_done)
+    async def after_a_safe_point(key: Any, work: list[Work]) -> tuple[R, float | None]:
+        async with call_in_flight():  # `fleet serve` stopping: no new call; those in flight answered and journalled
+            return await one_call(key, work)
+
+    return await send_sized(sizer, operation, groups, after_a_safe_point, settings.concurrency, on_done=on_done)

@@ -119,12 +119,14 @@ async def execute_updates(
             progress.add(progress.applied, units)
 
     groups = sized_groups(remaining, type_, untouchable)
-    async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe('item(s)')}",
-                         settings.progress_seconds):
-        sent = await send_batch_calls(client, sizer, Operation.update_item, groups, send, read, settings,
-                                      SiteErrorIndex(sites), f"{type_.value} update", wait_for_jobs=False,
-                                      keep_errors=True, on_done=applied)
-    journal.close()
+    try:
+        async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe('item(s)')}",
+                             settings.progress_seconds):
+            sent = await send_batch_calls(client, sizer, Operation.update_item, groups, send, read, settings,
+                                          SiteErrorIndex(sites), f"{type_.value} update", wait_for_jobs=False,
+                                          keep_errors=True, on_done=applied)
+    finally:  # the answers read are written down, also when the run stops here (`fleet serve` stopping)
+        journal.close()
     return reused + [call.result for call in sent]
 
 

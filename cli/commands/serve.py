@@ -1,8 +1,14 @@
 """`fleet serve`: serve the nightly schedule and the manual-trigger deployments from this process."""
 
+from __future__ import annotations
+
 import signal
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from deployments.stopping import StopReport
 
 app = typer.Typer(help="Serve the nightly schedule and the manual triggers (needs a Prefect server).")
 
@@ -22,6 +28,18 @@ def serve() -> None:
     every schedule, or says loudly which it could not (exit 1). The scheduled night's settings
     (FLEET_*, the policy file, the mail, the key) are checked first: a service that would fail every night does
     not start."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even where it began ignored (a script's `&`)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # systemd's stop, until serving: as Ctrl-C
+    try:
+        stopped = check_and_serve()
+    except KeyboardInterrupt:  # before any deployment was registered (serving handles its own stop)
+        typer.echo("stopped before serving anything")
+        return
+    if not stopped.complete:
+        raise typer.Exit(1)
+
+
+def check_and_serve() -> StopReport:
     from pydantic import ValidationError
 
     from cli.commands.selection import check_before_the_run
@@ -34,15 +52,9 @@ def serve() -> None:
     except ValidationError as exc:
         typer.secho(f"fleet serve not started: {settings_problem(exc)}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # systemd's stop, until serving: as Ctrl-C
     try:
         check_before_the_run("fleet serve", NightRequest(), sends_report=True, unreachable_is_fatal=False)
-        stopped = serve_deployments(settings, say)
-    except KeyboardInterrupt:  # before any deployment was registered (serving handles its own stop)
-        typer.echo("stopped before serving anything")
-        return
+        return serve_deployments(settings, say)
     except SettingsError as error:  # the automations' settings (FLEET_NOTIFY_BLOCK naming no saved block, ...)
         typer.secho(f"fleet serve not started: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    if not stopped.complete:
-        raise typer.Exit(1)

@@ -14,13 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from bench.serve_stops import ChatReceiver as Receiver  # a local webhook receiver: what the block posted
+from bench.serve_stops import save_chat_block
 from cli.demo import dashboard_environment
 from cli.local_prefect import LocalPrefectServer, command_path
 from deployments.automations import KILL_SWITCH, NAMES, NIGHT_NOT_FINISHED, REPORTS_UNDELIVERED
@@ -31,28 +32,6 @@ from tests.local_http import LOCAL_HTTP
 NOTIFY = "custom-webhook/ops"
 DEADLINE_SECONDS = 20
 FAST = {"PREFECT_SERVER_SERVICES_LATE_RUNS_LOOP_SECONDS": "2", "PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY": "PT2S"}
-
-
-class Receiver(ThreadingHTTPServer):
-    """A local webhook receiver: what the custom-webhook block posted, in order."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Hook)
-        self.received: list[dict[str, str]] = []
-
-    def texts(self) -> list[str]:
-        return [posted["text"] for posted in self.received]
-
-
-class Hook(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.rfile.read(int(self.headers["content-length"]))
-        self.server.received.append(json.loads(body))  # type: ignore[attr-defined]
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @dataclass
@@ -108,20 +87,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     try:
         with server, EmulatorServer(EmulatorConfig(sites=6, time_scale=0.001)) as emulator:
             world = World(server, emulator, webhook, root)
-            save_custom_webhook_block(world)
+            save_chat_block(server, webhook)  # `custom-webhook/ops`, posting to the receiver
             yield world
     finally:
         webhook.shutdown()
-
-
-def save_custom_webhook_block(world: World) -> None:
-    """The `custom-webhook/ops` block, saved on the server as an operator saves it, posting to the receiver."""
-    from prefect.blocks.notifications import CustomWebhookNotificationBlock
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings({PREFECT_API_URL: world.server.api_url}):
-        CustomWebhookNotificationBlock(name="ops", url=f"http://127.0.0.1:{world.webhook.server_port}/ops",
-                                       json_data={"subject": "{{subject}}", "text": "{{body}}"}).save("ops")
 
 
 @pytest.fixture(scope="module")

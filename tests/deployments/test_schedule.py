@@ -148,23 +148,6 @@ def test_fleet_serve_does_not_start_with_a_policy_naming_a_client_the_dashboard_
                      "'Acme Typo Inc'"], done.stdout + done.stderr
 
 
-def test_stopping_fleet_serve_while_a_run_is_submitted_pauses_every_schedule_and_leaves_no_run_pending(
-    tmp_path: Path, dashboard_settings: dict[str, str]
-) -> None:
-    """systemd's SIGTERM, then Ctrl-C, each the moment a triggered run turns Pending (the runner submitting it):
-    every deployment paused, no run Pending, no auto-scheduled run left, `fleet serve` saying it stopped, exit 0.
-    `bench/serve_stops.py` stops it 20 times at random moments."""
-    from bench.serve_stops import SERVER_SETTINGS, stop_once
-
-    with LocalPrefectServer(tmp_path / "prefect", SERVER_SETTINGS) as server:
-        for number, signum in enumerate((signal.SIGTERM, signal.SIGINT), start=1):
-            stop, printed = stop_once(server, dashboard_settings, tmp_path, number, at_submission=True, delay=0,
-                                      signum=signum)
-            assert stop.was_serving and stop.clean, (stop, printed[-3000:])
-            assert stop.paused == 6 and "stopped: 6 deployment(s) paused until fleet serve runs again" in printed
-            assert "Traceback" not in printed, printed[-3000:]
-
-
 def test_a_failed_night_is_one_line_in_fleet_serves_output_and_its_traceback_stays_in_the_runs_logs(
     tmp_path: Path, dashboard_settings: dict[str, str]
 ) -> None:
