@@ -229,10 +229,9 @@ def night_of(flow_run_id: str, rows: dict[str, dict[str, Any]]) -> str | None:
 
 def new_releases(emulator: EmulatorServer) -> int:
     """Every plugin not offered an update yet is offered its next patch release: each night has work (an update
-    call per site and cohort step) for a stop to reach. Not while a stopped night waits to be run again: a release
-    of an item the stopped night updated, offered before the catch-up, makes the catch-up fail (`MissingItems: ...
-    two outcomes`: the item is counted as applied by the stopped run and as tonight's own), a fault of the
-    accounting for interrupted runs found by this bench and left to its owner."""
+    call per site and cohort step) for a stop to reach. This bench found that a release of an item a stopped
+    night updated, offered before the night ran again, made that night fail (`MissingItems: ... two outcomes`);
+    each run's outcome now stands beside the other's (tests/pipeline/test_reconcile.py)."""
     def admin(method: str, route: str, body: dict[str, Any] | None = None) -> Any:
         answer = httpx.request(method, f"{emulator.root_url}/__emulator__/{route}", json=body, timeout=60,
                                headers={"X-Emulator-Token": emulator.credentials["admin_token"]})
@@ -343,7 +342,7 @@ class Bench:
                         or process.poll() is not None:
                     raise RuntimeError(f"fleet serve did not start:\n{output.read_text(errors='replace')[-3000:]}")
                 self.settle(began, output)
-                new_releases(self.emulator)  # the night to come has work; never before a stopped night ran again
+                new_releases(self.emulator)  # the night to come has work
                 moment = self.night_reaches(kind, chosen, output, time.time())
             chat_before = len(self.chat.received)
             code, seconds = stop_group(process, signum, timeout=float(SERVE_SETTINGS["FLEET_STOP_GRACE_SECONDS"]) + 90)

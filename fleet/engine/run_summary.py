@@ -51,8 +51,9 @@ def build_summary(
     containments: dict[int, Containment] | None = None,
 ) -> Summary:
     items = not_attempted(plan) + attempted
-    keys = Counter((item.site_id, item.type, item.slug) for item in items)
-    missing = [item for item in plan.items if (item.site_id, item.type, item.slug) not in keys]
+    # one outcome per item and run: an item an interrupted run updated may be offered again since, tonight's own
+    keys = Counter((item.site_id, item.type, item.slug, item.applied_by_run) for item in items)
+    missing = [item for item in plan.items if (item.site_id, item.type, item.slug, None) not in keys]
     twice = [key for key, count in keys.items() if count > 1]
     if missing or twice:
         listed = ", ".join([f"site {i.site_id} {i.type} {i.slug}: no outcome" for i in missing[:10]]

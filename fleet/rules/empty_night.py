@@ -27,7 +27,8 @@ def nothing_done(summary: Summary, plan: Plan, sync_asked: int, synced: int) -> 
         why = f" ({', '.join(f'{count} {status}' for status, count in reasons.most_common())})" if reasons else ""
         return f"it synced none of the {sync_asked} site(s) it had to sync{why}"
     to_apply = {item.key for item in plan.to_apply()}
-    ended = [item for item in summary.items if (item.site_id, item.type, item.slug) in to_apply]
+    ended = [item for item in summary.items
+             if (item.site_id, item.type, item.slug) in to_apply and item.applied_by_run is None]
     if ended and all(item.outcome in NOT_DONE for item in ended):
         reasons = Counter((item.reason or item.outcome.value).split(":", 1)[0] for item in ended)
         top, count = reasons.most_common(1)[0]

@@ -19,7 +19,7 @@ from fleet.rules.execution import (
     split_evenly,
 )
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
-from fleet.rules.reconcile import reconcile
+from fleet.rules.reconcile import reconcile, summary_item
 
 P, T, C = UpdateType.plugin, UpdateType.theme, UpdateType.core
 SITES = {i: SiteRecord(id=i, url=f"https://s{i}.example", name=f"S{i}") for i in range(1, 6)}
@@ -212,3 +212,33 @@ def test_a_failed_lane_leaves_the_items_it_sent_to_the_gate_to_the_gate():
     with pytest.raises(MissingItems, match="site 1 plugin a/a.php: two outcomes"):
         build_summary(plan=plan, attempted=failed.items + failed.items, jobs=[], cohorts=[], checks={}, clients=[],
                       errors=[], finished_at=datetime(2026, 11, 21, 1, tzinfo=UTC))
+
+
+def test_an_item_a_killed_run_updated_and_offered_again_since_has_two_outcomes_one_per_run():
+    """The killed run updated a/a.php 1.0 -> 1.1 on site 1; a release 1.2 came before the next night, which plans
+    it as its own. Both are true, each with its run: the night once failed here with `MissingItems: ... two
+    outcomes` (found by bench/serve_stops.py), and a stopped night's catch-up never completed."""
+    from pathlib import Path
+
+    from fleet.engine.interrupted import account_interrupted
+    from fleet.state.job_journal import Intent, OpenRun
+
+    sent = Intent(id=1, run_id="killed", kind="update", type=P, sent_at=datetime(2026, 11, 21, tzinfo=UTC),
+                  answered=True, items=[(1, "a/a.php", "1.0", "1.1")])
+    killed = OpenRun(run_id="killed", run_dir=Path("."), started_at=datetime(2026, 11, 21, tzinfo=UTC), intents=[sent])
+    tonight = item(1, old="1.1", new="1.2")
+    accounted = account_interrupted([killed], SITES, [DetectedUpdate(site_id=1, type=P, slug="a/a.php",
+                                                                     from_version="1.1")])
+    assert [(i.from_version, i.to_version, i.applied_by_run) for i in accounted] == [("1.0", "1.1", "killed")]
+    plan = Plan(run_id="r", created_at=datetime(2026, 11, 22, tzinfo=UTC), sites=[SITES[1]], items=[tonight])
+    own = summary_item(tonight, SITES[1], Outcome.updated, "updated")
+    summary = build_summary(plan=plan, attempted=accounted + [own], jobs=[], cohorts=[], checks={}, clients=[],
+                            errors=[], finished_at=datetime(2026, 11, 22, 1, tzinfo=UTC))
+    assert sorted((i.from_version, i.applied_by_run or "tonight") for i in summary.items) == [
+        ("1.0", "killed"), ("1.1", "tonight")]
+    with pytest.raises(MissingItems, match="site 1 plugin a/a.php: no outcome"):  # the killed run's is not tonight's
+        build_summary(plan=plan, attempted=accounted, jobs=[], cohorts=[], checks={}, clients=[], errors=[],
+                      finished_at=datetime(2026, 11, 22, 1, tzinfo=UTC))
+    with pytest.raises(MissingItems, match="site 1 plugin a/a.php: two outcomes"):
+        build_summary(plan=plan, attempted=accounted + accounted, jobs=[], cohorts=[], checks={}, clients=[],
+                      errors=[], finished_at=datetime(2026, 11, 22, 1, tzinfo=UTC))
