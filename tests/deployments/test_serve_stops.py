@@ -12,83 +12,41 @@ again. `bench/serve_stops.py` stops it 50 times.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.serve_stops import (
     CANCELLED_BY_THE_STOP,
     NIGHTLY,
-    NOTIFY,
-    SERVE_SETTINGS,
-    SERVER_SETTINGS,
-    ChatReceiver,
-    chat_receiver,
     deployments,
     journal,
     new_releases,
     night_of,
     nightly_runs,
-    runs_in,
-    save_chat_block,
-    serving_started,
-    start_serving,
     stop_group,
     wait_until,
 )
 from cli.demo import dashboard_environment
-from cli.local_prefect import LocalPrefectServer, clean_environment, command_path
+from cli.local_prefect import clean_environment, command_path
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
+from tests.deployments.serve_world import World, served_world
 
 pytestmark = pytest.mark.long(110)  # a real Prefect server, `fleet serve` started three times
 
 
-@dataclass
-class World:
-    server: LocalPrefectServer
-    emulator: EmulatorServer
-    chat: ChatReceiver
-    started: list[subprocess.Popen[bytes]] = field(default_factory=list)  # killed at the end if a test failed
-
-    def serve(self, directory: Path, settings: dict[str, str] = SERVE_SETTINGS) -> tuple[subprocess.Popen[bytes], Path]:
-        process, output = start_serving(self.server, dashboard_environment(self.emulator.credentials), directory,
-                                        FLEET_NOTIFY_BLOCK=NOTIFY, **settings)
-        self.started.append(process)
-        assert wait_until(lambda: serving_started(output) or process.poll() is not None, 180, 0.05), output.read_text()
-        assert process.poll() is None, output.read_text()
-        return process, output
-
-    def run(self, name: str) -> dict[str, Any]:
-        return next(run for run in nightly_runs(self.server) if run["name"] == name)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with chat_receiver() as chat, EmulatorServer(EmulatorConfig(sites=3, time_scale=0.02)) as emulator, \
-            LocalPrefectServer(tmp_path_factory.mktemp("serve-stops") / "prefect", SERVER_SETTINGS) as server:
-        save_chat_block(server, chat)
-        world = World(server, emulator, chat)
-        try:
-            yield world
-        finally:
-            for process in world.started:
-                if process.poll() is None:
-                    os.killpg(process.pid, signal.SIGKILL)
-
-
-def crashed_said(world: World) -> list[str]:
-    return [text for text in world.chat.texts() if "rash" in text]
+    with served_world(tmp_path_factory.mktemp("serve-stops")) as found:
+        yield found
 
 
 def intents(home: Path, run_id: str) -> list[tuple[int, int]]:
@@ -115,6 +73,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
        new call, its calls in flight are answered and journalled, it ends Cancelled saying so, its journal open;
     3. the next start runs the night again, and that night accounts for what the stopped one applied."""
     home = tmp_path / "home"
+    since = world.since()
     assert new_releases(world.emulator)  # nights with an update call per site and step
     serving, output = world.serve(tmp_path)
     pending = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] == "PENDING"),
@@ -129,7 +88,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
     assert message.startswith(CANCELLED_BY_THE_STOP) and " before " in message, message
     assert f"run {pending['name']} ({NIGHTLY}): {message}" in printed
     assert all(found["paused"] for found in deployments(world.server).values())
-    assert not runs_in(world.server, "CRASHED", "PENDING", "RUNNING") and not crashed_said(world)
+    assert not world.runs_in(since, "CRASHED", "PENDING", "RUNNING") and not world.crashed_said(since)
 
     serving, output = world.serve(tmp_path)
     said = wait_until(lambda: next((line for line in output.read_text().splitlines()
@@ -149,7 +108,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
         stopped["state"]
     assert journal(home)[night] == {"finished": False, "accounted_by": None}
     assert all(answered for _, answered in intents(home, night)), intents(home, night)
-    assert not runs_in(world.server, "CRASHED", "PENDING", "RUNNING") and not crashed_said(world)
+    assert not world.runs_in(since, "CRASHED", "PENDING", "RUNNING") and not world.crashed_said(since)
 
     began = time.time()
     serving, output = world.serve(tmp_path)
@@ -161,7 +120,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
         assert rows[night]["accounted_by"] == night_of(again["id"], rows), (rows, output.read_text()[-3000:])
     finally:
         stop_group(serving, signal.SIGINT, 150)
-    assert not runs_in(world.server, "CRASHED") and not crashed_said(world)
+    assert not world.runs_in(since, "CRASHED") and not world.crashed_said(since)
 
 
 def test_the_last_scheduled_night_runs_once_when_missed_or_cancelled_by_a_stop_never_when_cancelled_by_hand(
