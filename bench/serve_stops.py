@@ -105,9 +105,15 @@ def save_chat_block(server: LocalPrefectServer, receiver: ChatReceiver) -> None:
 
 
 def api(server: LocalPrefectServer, path: str, body: dict[str, Any] | None = None, attempts: int = 5) -> Any:
-    """A call to the server's API; a busy server's 503 (its database locked by a long write) is tried again."""
+    """A call to the server's API; a busy server's 503 or silence (its database locked by a long write) is tried
+    again."""
     for attempt in range(attempts):
-        answer = httpx.post(f"{server.api_url}{path}", json=body or {}, timeout=30)
+        try:
+            answer = httpx.post(f"{server.api_url}{path}", json=body or {}, timeout=30)
+        except httpx.TimeoutException:
+            if attempt == attempts - 1:
+                raise
+            continue
         if answer.status_code != 503 or attempt == attempts - 1:
             break
         time.sleep(1 + attempt)

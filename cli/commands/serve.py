@@ -35,8 +35,26 @@ def serve() -> None:
     except KeyboardInterrupt:  # before any deployment was registered (serving handles its own stop)
         typer.echo("stopped before serving anything")
         return
+    except Exception as error:
+        if not caused_by_a_stop(error):
+            raise
+        typer.echo("stopped before serving anything")  # the Ctrl-C came inside a library that wrapped it
+        return
     if not stopped.complete:
         raise typer.Exit(1)
+
+
+def caused_by_a_stop(error: BaseException) -> bool:
+    """A KeyboardInterrupt (Ctrl-C, or SIGTERM before serving) wrapped by the code it cut into: pydantic, busy
+    serializing Prefect's settings as the signal came, raised a PydanticSerializationError from it."""
+    seen: set[int] = set()
+    found: BaseException | None = error
+    while found is not None and id(found) not in seen:
+        if isinstance(found, KeyboardInterrupt):
+            return True
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return False
 
 
 def check_and_serve() -> StopReport:

@@ -201,3 +201,28 @@ def test_started_where_sigint_begins_ignored_it_stops_on_sigint_in_its_first_sec
     text = printed.decode(errors="replace")
     assert "stopped before serving anything" in text and "Traceback" not in text, text
     assert started.returncode == 0 and took < 10, (started.returncode, took, text)
+
+
+def test_a_ctrl_c_a_library_wrapped_while_starting_is_still_a_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under load the SIGINT of the test above came while pydantic serialized Prefect's settings, which raised a
+    PydanticSerializationError from the KeyboardInterrupt: `fleet serve` printed a traceback instead of stopping."""
+    from pydantic_core import PydanticSerializationError
+    from typer.testing import CliRunner
+
+    from cli.commands import serve
+
+    def cut_in_a_serializer() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise PydanticSerializationError("Error calling function `_ser_model`: KeyboardInterrupt") from interrupt
+
+    monkeypatch.setattr(serve, "check_and_serve", cut_in_a_serializer)
+    answer = CliRunner().invoke(serve.app, [])
+    assert answer.exit_code == 0 and answer.output.strip() == "stopped before serving anything", answer.output
+
+    def fails() -> None:
+        raise RuntimeError("a real failure")
+
+    monkeypatch.setattr(serve, "check_and_serve", fails)
+    assert isinstance(CliRunner().invoke(serve.app, []).exception, RuntimeError)  # not taken for a stop
