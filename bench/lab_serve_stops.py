@@ -1,0 +1,203 @@
+"""`fleet serve` stopped and killed mid-night against the real MainWP lab (../shared/lab: MainWP Dashboard 6.1.2 and
+two real children), by hand. The lab's canary 1.1 (a harmless real release) is offered on both children with the
+lab's planted fakes, and `fleet serve` runs the night on a real `prefect server start`:
+
+1. stopped (SIGINT to its process group, a terminal's Ctrl-C) once the night has sent an update call: the night
+   ends Cancelled at a safe point, every call it sent answered and journalled;
+2. started again: the night it stopped runs once (the catch-up), accounts for what the stopped one applied, and
+   completes;
+3. the canary offered again (back to 1.0), the next night's process SIGKILLed once it has sent an update call while
+   `fleet serve` goes on: the next scheduled night takes the night lock, accounts for it, and completes.
+
+Measured: each night's end state and message, the calls the stopped night sent (each answered?), the items the
+next night accounted for and the canary's version on each child at the end. Needs a built lab
+(`LAB_DIR=/work/lab ../shared/lab/build.sh`) and root (the canary's zips are served on port 80). Run:
+`python bench/lab_serve_stops.py --lab /work/lab --scripts ../shared/lab`; prints a table and writes
+bench/results/lab_serve_stops.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.serve_stops import (  # noqa: E402
+    SERVER_SETTINGS,
+    flow_run_processes,
+    journal,
+    night_of,
+    nightly_runs,
+    serving_started,
+    start_serving,
+    stop_group,
+    wait_until,
+)
+from cli.local_prefect import LocalPrefectServer  # noqa: E402
+
+SETTINGS = {"FLEET_SCHEDULE_INTERVAL_SECONDS": "90", "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+            "FLEET_SCHEDULE_CHECK_SECONDS": "600", "FLEET_STOP_GRACE_SECONDS": "60", "FLEET_CATCH_UP_HOURS": "0"}
+CANARY = "lab-canary/lab-canary.php"
+VERSION = re.compile(r"Version:\s*([0-9.]+)")
+
+
+def sh(command: str, env: dict[str, str]) -> str:
+    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def canary_versions(lab: Path) -> dict[str, str]:
+    found = {}
+    for child in ("child1", "child2"):
+        text = (lab / "sites" / child / "wp-content" / "plugins" / "lab-canary" / "lab-canary.php").read_text()
+        match = VERSION.search(text)
+        found[child] = match.group(1) if match else "?"
+    return found
+
+
+def offer_the_canary(lab: Path, scripts: Path, env: dict[str, str]) -> None:
+    sh(f"{scripts}/canary/reset.sh && {scripts}/canary/plant.sh child1 1.1 && {scripts}/canary/plant.sh child2 1.1 "
+       f"&& {lab}/bin/plant-updates.sh >/dev/null && php {lab}/bin/php/lab-rest.php {lab}/run/keys.json sync", env)
+
+
+def writing_night(server: LocalPrefectServer, home: Path, states: tuple[str, ...], after: float) -> dict[str, Any]:
+    """The first night started after `after` in one of `states` that has journalled an update call."""
+    def intents(run_id: str) -> bool:
+        for path in (home / "dashboards").rglob("fleet-state.sqlite"):
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                if db.execute("SELECT 1 FROM intents WHERE run_id = ? AND kind = 'update'", (run_id,)).fetchone():
+                    return True
+        return False
+
+    def found() -> dict[str, Any] | None:
+        rows = journal(home)
+        for run in nightly_runs(server):
+            night = night_of(run["id"], rows)
+            if run["state_type"] in states and run["start_time"] and night and intents(night) and \
+                    time.mktime(time.strptime(run["start_time"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone >= after:
+                return run | {"night": night}
+        return None
+    return wait_until(found, 600, 0.05)
+
+
+def answered(home: Path, night: str) -> list[bool]:
+    found: list[bool] = []
+    for path in (home / "dashboards").rglob("fleet-state.sqlite"):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            found += [bool(a) for (a,) in db.execute("SELECT answered FROM intents WHERE run_id = ?", (night,))]
+    return found
+
+
+def accounted(reports: Path, night: str) -> list[str]:
+    for path in reports.glob("*/summary.json"):
+        summary = json.loads(path.read_text())
+        if night in (summary.get("accounts_for") or []):
+            return [f"site {i['site_id']} {i['slug']} {i['from_version']}->{i['to_version']}: {i['outcome']}"
+                    for i in summary["items"] if i.get("applied_by_run") == night]
+    return []
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lab", type=Path, default=Path("/work/lab"))
+    parser.add_argument("--scripts", type=Path, default=ROOT.parent / "shared" / "lab")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lab_serve_stops.json")
+    args = parser.parse_args()
+    lab, scripts = args.lab.resolve(), args.scripts.resolve()
+    credentials = json.loads((lab / "credentials.json").read_text())
+    directory = Path(tempfile.mkdtemp(prefix="lab-serve-stops-"))
+    home, reports, zips = directory / "home", directory / "reports", directory / "zips"
+    home.mkdir()
+    zips.mkdir()
+    env = {**os.environ, "LAB_DIR": str(lab)}
+    (home / "policy.yaml").write_text("min_age_days: 0\n")
+    dashboard = {
+        "FLEET_BASE_URL": credentials["dashboard"]["base_url"].rstrip("/") + "/wp-json",
+        "FLEET_NAMESPACE": "mainwp", "FLEET_API_KEY": credentials["mainwp_api_keys"]["read_write"]["bearer_token"],
+        "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
+        "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
+        "FLEET_POLICY_FILE": str(home / "policy.yaml")}
+    for version in ("1.0", "1.1"):
+        with zipfile.ZipFile(zips / f"lab-canary-{version}.zip", "w") as archive:
+            source = scripts / "canary" / "src" / version
+            for path in sorted(source.rglob("*")):
+                archive.write(path, path.relative_to(source))
+    files = subprocess.Popen([sys.executable, "-m", "http.server", "80", "--bind", "127.0.0.1", "--directory",
+                              str(zips)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows: list[dict[str, Any]] = []
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        with LocalPrefectServer(directory / "prefect", SERVER_SETTINGS) as server:
+            def serve() -> tuple[subprocess.Popen[bytes], Path]:
+                process, output = start_serving(server, dashboard, directory, **SETTINGS)
+                started.append(process)
+                if not wait_until(lambda: serving_started(output) or process.poll() is not None, 180, 0.1):
+                    raise RuntimeError(output.read_text()[-3000:])
+                return process, output
+
+            offer_the_canary(lab, scripts, env)
+            began = time.time()
+            process, output = serve()
+            night = writing_night(server, home, ("RUNNING",), began)
+            code, seconds = stop_group(process, signal.SIGINT, 150)
+            stopped = next(run for run in nightly_runs(server) if run["id"] == night["id"])
+            rows.append({"what": "stopped (SIGINT) after its first update call", "run": night["name"],
+                         "exit": code, "stop_s": round(seconds, 1), "state": stopped["state_type"],
+                         "message": stopped["state"]["message"], "calls_answered": answered(home, night["night"])})
+            began = time.time()
+            process, output = serve()
+            again = wait_until(lambda: next((run for run in nightly_runs(server) if run["state_type"] in (
+                "COMPLETED", "FAILED", "CRASHED") and "catch-up" in run["tags"]), None), 600, 0.5)
+            rows.append({"what": "the catch-up on the next start", "run": again and again["name"],
+                         "state": again and again["state_type"], "accounted": accounted(reports, night["night"]),
+                         "canary": canary_versions(lab)})
+
+            offer_the_canary(lab, scripts, env)
+            began = time.time()
+            killed = writing_night(server, home, ("RUNNING",), began)
+            for pid in flow_run_processes(home):
+                os.kill(pid, signal.SIGKILL)
+            after = time.time()
+            crashed = wait_until(lambda: next(run for run in nightly_runs(server)
+                                              if run["id"] == killed["id"])["state_type"] == "CRASHED", 120, 0.5)
+            rows.append({"what": "SIGKILLed after its first update call", "run": killed["name"],
+                         "crashed_in_prefect": bool(crashed), "serve_alive": process.poll() is None})
+            nxt = wait_until(lambda: next((run for run in nightly_runs(server) if run["state_type"] in (
+                "COMPLETED", "FAILED", "CRASHED") and run["start_time"] and run["id"] != killed["id"] and
+                time.mktime(time.strptime(run["start_time"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone >= after),
+                None), 600, 0.5)
+            rows.append({"what": "the next scheduled night", "run": nxt and nxt["name"],
+                         "state": nxt and nxt["state_type"], "accounted": accounted(reports, killed["night"]),
+                         "canary": canary_versions(lab), "lock_said": [line for line in output.read_text().splitlines()
+                                                                      if "night lock" in line][-2:]})
+            stop_group(process, signal.SIGINT, 150)
+    finally:
+        for process in started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        files.terminate()
+        files.wait(10)
+    for row in rows:
+        print(json.dumps(row, indent=1))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "directory": str(directory)}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
