@@ -31,7 +31,7 @@ from bench.serve_stops import (
 from tests.deployments.serve_world import World, served_world
 from tests.deployments.test_serve_stops import intents
 
-pytestmark = pytest.mark.long(90)  # a real Prefect server, `fleet serve` and two nights
+pytestmark = pytest.mark.long(70)  # a real Prefect server, `fleet serve` and two nights
 # the next night (every 30 s, the shortest schedule fleet serve takes) waits for the sites of the killed night's
 # unanswered calls to go quiet: with nothing measured yet, three call budgets (150 s) unless bounded; 10 s is enough
 # for this test's 3 emulated sites

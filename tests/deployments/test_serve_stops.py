@@ -40,8 +40,6 @@ from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from tests.deployments.serve_world import World, served_world
 
-pytestmark = pytest.mark.long(110)  # a real Prefect server, `fleet serve` started three times
-
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
@@ -61,6 +59,8 @@ def intents(home: Path, run_id: str) -> list[tuple[int, int]]:
     return found
 
 
+# the module's real Prefect server: the tests that share it marked long, so that they stay on one worker
+@pytest.mark.long(75)  # `fleet serve` started three times
 def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_accounting_for_what_it_applied(
     world: World, tmp_path: Path
 ) -> None:
@@ -123,6 +123,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
     assert not world.runs_in(since, "CRASHED") and not world.crashed_said(since)
 
 
+@pytest.mark.long(10)
 def test_the_last_scheduled_night_runs_once_when_missed_or_cancelled_by_a_stop_never_when_cancelled_by_hand(
     world: World
 ) -> None:

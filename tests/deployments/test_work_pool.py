@@ -109,7 +109,7 @@ def offer_a_vulnerability_fix(board: EmulatorServer) -> tuple[int, str, str]:
     return site["id"], slug, fixed
 
 
-@pytest.mark.long(150)
+@pytest.mark.long(180)
 @pytest.mark.timeout(900)  # a server, two workers, eight flow-run processes: minutes on a busy machine
 def test_dashboards_on_a_process_pool(tmp_path: Path) -> None:
     with LocalEstate(tmp_path, dashboards=2, workers=2, sites=6, time_scale=0.001) as estate:

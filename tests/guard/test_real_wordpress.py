@@ -71,7 +71,7 @@ async def test_a_plugin_fatal_at_load_is_found_paused_switched_off_and_its_kept_
     new = plugin_zip(wordpress.root / "zips" / "canary-1.1.zip", "canary", canary("1.1", fatal=True))
     assert "upgraded" in wordpress.wp("upgrade", CANARY, str(new))
     dead = httpx.get(wordpress.url, timeout=30)
-    assert dead.status_code == 500 and report_of(dead.text) is None
+    assert dead.status_code == 500 and report_of(dead.text) is None, (dead.status_code, dead.text[-1500:])
 
     status = await client.status(site)  # the guard answers on the dead site: it loads before every plugin
     assert status.kept_versions("plugin", CANARY) == ["1.0"] and status.plugins[CANARY].version == "1.1"

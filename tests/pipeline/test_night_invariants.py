@@ -12,7 +12,7 @@ from tests.pipeline.night_invariants import KINDS, NightsMachine
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-TestNightInvariants = pytest.mark.long(60)(NightsMachine.TestCase)  # its sequences lead a worker's share
+TestNightInvariants = pytest.mark.long(35)(NightsMachine.TestCase)  # its sequences lead a worker's share
 TestNightInvariants.settings = settings(max_examples=4, stateful_step_count=8, deadline=None, derandomize=True,
                                         phases=[Phase.explicit, Phase.generate], database=None,
                                         suppress_health_check=list(HealthCheck))

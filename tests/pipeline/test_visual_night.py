@@ -30,7 +30,7 @@ from reporting.run_report import render_reports
 from tests.pipeline.conftest import Dashboard, installed, read_run
 from tests.pipeline.test_windows_night import _paused_run
 
-pytestmark = [pytest.mark.long(15), pytest.mark.skipif(
+pytestmark = [pytest.mark.long(27), pytest.mark.skipif(
     chromium_path() is None, reason=f"no Chromium at {CHROMIUM}: install Debian's `chromium` to run these")]
 
 VISUAL = {"sitemap_pages": 1, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
