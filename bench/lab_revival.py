@@ -31,17 +31,14 @@ from pathlib import Path
 
 import httpx
 
+sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the checkout, for `bench.lab`
+
+from bench.lab import lab_dashboard, serve_canary, sh  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 FLEET = str(ROOT / ".venv" / "bin" / "fleet")
 CHILD = "http://127.0.0.1:8081/"
 COST = re.compile(r"\((\d+\.\d) s, (\d+) dashboard and (\d+) guard request")
-
-
-def sh(command: str, env: dict[str, str]) -> str:
-    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    return done.stdout
 
 
 class Poller(threading.Thread):
@@ -77,25 +74,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lab_revival.json")
     args = parser.parse_args()
     lab, scripts = args.lab.resolve(), args.scripts.resolve()
-    credentials = json.loads((lab / "credentials.json").read_text())
     home = Path(tempfile.mkdtemp(prefix="lab-revival-"))
     zips, reports = home / "zips", home / "reports"
-    zips.mkdir()
     env = {**os.environ, "LAB_DIR": str(lab), "FLEET_HOME": str(home)}
     (home / "policy.yaml").write_text("min_age_days: 0\n")
-    (home / ".env").write_text("".join(f"{name}={value}\n" for name, value in {
-        "FLEET_BASE_URL": credentials["dashboard"]["base_url"].rstrip("/") + "/wp-json",
-        "FLEET_NAMESPACE": "mainwp", "FLEET_API_KEY": credentials["mainwp_api_keys"]["read_write"]["bearer_token"],
-        "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
-        "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
-        "FLEET_POLICY_FILE": str(home / "policy.yaml"), "FLEET_REPORT_DIR": str(reports)}.items()))
-    for version in ("1.0", "1.2"):
-        with zipfile.ZipFile(zips / f"lab-canary-{version}.zip", "w") as archive:
-            source = scripts / "canary" / "src" / version
-            for path in sorted(source.rglob("*")):
-                archive.write(path, path.relative_to(source))
-    server = subprocess.Popen([sys.executable, "-m", "http.server", "80", "--bind", "127.0.0.1", "--directory",
-                               str(zips)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    settings = lab_dashboard(lab, home / "policy.yaml") | {"FLEET_REPORT_DIR": str(reports)}
+    (home / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
+    server = serve_canary(scripts, zips, ("1.0", "1.2"))
     try:
         sh(f"{scripts}/canary/reset.sh", env)
         sh(f"{FLEET} guard keygen && {FLEET} guard build --out {zips}/fleet-guard.zip", env)

@@ -28,13 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.lab import lab_dashboard, serve_canary, sh  # noqa: E402
 from bench.serve_stops import (  # noqa: E402
     SERVER_SETTINGS,
     flow_run_processes,
@@ -52,13 +52,6 @@ SETTINGS = {"FLEET_SCHEDULE_INTERVAL_SECONDS": "90", "PREFECT_RUNNER_POLL_FREQUE
             "FLEET_SCHEDULE_CHECK_SECONDS": "600", "FLEET_STOP_GRACE_SECONDS": "60", "FLEET_CATCH_UP_HOURS": "0"}
 CANARY = "lab-canary/lab-canary.php"
 VERSION = re.compile(r"Version:\s*([0-9.]+)")
-
-
-def sh(command: str, env: dict[str, str]) -> str:
-    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    return done.stdout
 
 
 def canary_versions(lab: Path) -> dict[str, str]:
@@ -119,26 +112,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lab_serve_stops.json")
     args = parser.parse_args()
     lab, scripts = args.lab.resolve(), args.scripts.resolve()
-    credentials = json.loads((lab / "credentials.json").read_text())
     directory = Path(tempfile.mkdtemp(prefix="lab-serve-stops-"))
-    home, reports, zips = directory / "home", directory / "reports", directory / "zips"
+    home, reports = directory / "home", directory / "reports"
     home.mkdir()
-    zips.mkdir()
     env = {**os.environ, "LAB_DIR": str(lab)}
     (home / "policy.yaml").write_text("min_age_days: 0\n")
-    dashboard = {
-        "FLEET_BASE_URL": credentials["dashboard"]["base_url"].rstrip("/") + "/wp-json",
-        "FLEET_NAMESPACE": "mainwp", "FLEET_API_KEY": credentials["mainwp_api_keys"]["read_write"]["bearer_token"],
-        "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
-        "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
-        "FLEET_POLICY_FILE": str(home / "policy.yaml")}
-    for version in ("1.0", "1.1"):
-        with zipfile.ZipFile(zips / f"lab-canary-{version}.zip", "w") as archive:
-            source = scripts / "canary" / "src" / version
-            for path in sorted(source.rglob("*")):
-                archive.write(path, path.relative_to(source))
-    files = subprocess.Popen([sys.executable, "-m", "http.server", "80", "--bind", "127.0.0.1", "--directory",
-                              str(zips)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dashboard = lab_dashboard(lab, home / "policy.yaml")
+    files = serve_canary(scripts, directory / "zips", ("1.0", "1.1"))
     rows: list[dict[str, Any]] = []
     started: list[subprocess.Popen[bytes]] = []
     try:

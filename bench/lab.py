@@ -1,0 +1,42 @@
+"""What the benchmarks against the real MainWP lab (`../shared/lab`) share: its dashboard's settings from the lab's
+credentials, the lab's shell scripts run, and the canary's releases served as WordPress fetches packages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+
+def sh(command: str, env: dict[str, str]) -> str:
+    """A lab script; its output, or a RuntimeError with what it printed."""
+    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command}: {done.stdout[-2000:]} {done.stderr[-2000:]}")
+    return done.stdout
+
+
+def lab_dashboard(lab: Path, policy: Path) -> dict[str, str]:
+    """The FLEET_* settings of the lab's dashboard (its read-write key, its application password) with `policy`."""
+    credentials = json.loads((lab / "credentials.json").read_text())
+    return {
+        "FLEET_BASE_URL": credentials["dashboard"]["base_url"].rstrip("/") + "/wp-json",
+        "FLEET_NAMESPACE": "mainwp", "FLEET_API_KEY": credentials["mainwp_api_keys"]["read_write"]["bearer_token"],
+        "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
+        "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
+        "FLEET_POLICY_FILE": str(policy)}
+
+
+def serve_canary(scripts: Path, zips: Path, versions: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    """The canary's releases zipped into `zips` and served on 127.0.0.1 port 80 (WordPress fetches a package from
+    127.0.0.1 only on 80, 443, 8080 or the site's own port); the server's process, to terminate."""
+    zips.mkdir(parents=True, exist_ok=True)
+    for version in versions:
+        with zipfile.ZipFile(zips / f"lab-canary-{version}.zip", "w") as archive:
+            source = scripts / "canary" / "src" / version
+            for path in sorted(source.rglob("*")):
+                archive.write(path, path.relative_to(source))
+    return subprocess.Popen([sys.executable, "-m", "http.server", "80", "--bind", "127.0.0.1", "--directory",  # noqa: S603
+                             str(zips)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
