@@ -3,7 +3,9 @@ credentials, the lab's shell scripts run, and the canary's releases served as Wo
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -40,3 +42,15 @@ def serve_canary(scripts: Path, zips: Path, versions: tuple[str, ...]) -> subpro
                 archive.write(path, path.relative_to(source))
     return subprocess.Popen([sys.executable, "-m", "http.server", "80", "--bind", "127.0.0.1", "--directory",  # noqa: S603
                              str(zips)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def lab_arguments(description: str, out: Path) -> tuple[Path, Path, Path]:
+    """The lab benchmarks' command line: the built lab (`--lab`, default `LAB_DIR`), the lab's scripts
+    (`--scripts`, default ../shared/lab) and where the JSON goes (`--out`); resolved."""
+    root = Path(__file__).resolve().parent.parent
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--lab", type=Path, default=Path(os.environ.get("LAB_DIR", "/work/lab")))
+    parser.add_argument("--scripts", type=Path, default=root.parent / "shared" / "lab")
+    parser.add_argument("--out", type=Path, default=out)
+    args = parser.parse_args()
+    return args.lab.resolve(), args.scripts.resolve(), args.out

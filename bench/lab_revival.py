@@ -17,7 +17,6 @@ Prints a table and writes bench/results/lab_revival.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -33,7 +32,7 @@ import httpx
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the checkout, for `bench.lab`
 
-from bench.lab import lab_dashboard, serve_canary, sh  # noqa: E402
+from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET = str(ROOT / ".venv" / "bin" / "fleet")
@@ -68,12 +67,7 @@ class Poller(threading.Thread):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lab", type=Path, default=Path(os.environ.get("LAB_DIR", "/work/lab")))
-    parser.add_argument("--scripts", type=Path, default=ROOT.parent / "shared" / "lab")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lab_revival.json")
-    args = parser.parse_args()
-    lab, scripts = args.lab.resolve(), args.scripts.resolve()
+    lab, scripts, out = lab_arguments(__doc__.splitlines()[0], ROOT / "bench" / "results" / "lab_revival.json")
     home = Path(tempfile.mkdtemp(prefix="lab-revival-"))
     zips, reports = home / "zips", home / "reports"
     env = {**os.environ, "LAB_DIR": str(lab), "FLEET_HOME": str(home)}
@@ -130,8 +124,8 @@ def main() -> None:
           f"{result['revival_dashboard_requests']} dashboard and {result['revival_guard_requests']} guard "
           f"requests ({nonces} verified by the guard); innocent releases held {result['innocent_held']}")
     print(json.dumps({k: v for k, v in result.items() if k != "night_output_tail"}, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

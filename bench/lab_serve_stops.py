@@ -18,7 +18,6 @@ bench/results/lab_serve_stops.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -34,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.lab import lab_dashboard, serve_canary, sh  # noqa: E402
+from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh  # noqa: E402
 from bench.serve_stops import (  # noqa: E402
     SERVER_SETTINGS,
     flow_run_processes,
@@ -106,12 +105,7 @@ def accounted(reports: Path, night: str) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lab", type=Path, default=Path("/work/lab"))
-    parser.add_argument("--scripts", type=Path, default=ROOT.parent / "shared" / "lab")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lab_serve_stops.json")
-    args = parser.parse_args()
-    lab, scripts = args.lab.resolve(), args.scripts.resolve()
+    lab, scripts, out = lab_arguments(__doc__.split("\n\n")[0], ROOT / "bench" / "results" / "lab_serve_stops.json")
     directory = Path(tempfile.mkdtemp(prefix="lab-serve-stops-"))
     home, reports = directory / "home", directory / "reports"
     home.mkdir()
@@ -174,8 +168,8 @@ def main() -> int:
         files.wait(10)
     for row in rows:
         print(json.dumps(row, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows, "directory": str(directory)}, indent=1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "directory": str(directory)}, indent=1))
     return 0
 
 
