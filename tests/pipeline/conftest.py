@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from cli.demo import dashboard_environment
@@ -16,6 +15,7 @@ from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Summary, UpdateType
 from fleet.rules.plan import Plan
 from fleet.state.dashboard_memory import DashboardMemory
+from tests.local_http import local_client
 
 TRUTH_KEYS = {UpdateType.plugin: "plugins", UpdateType.theme: "themes", UpdateType.translation: "translations"}
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -26,7 +26,7 @@ class Dashboard:
 
     def __init__(self, server: EmulatorServer) -> None:
         self.server = server
-        self.http = httpx.Client(base_url=server.root_url, timeout=30,
+        self.http = local_client(base_url=server.root_url,
                                  headers={"x-emulator-token": server.config.admin_token.get_secret_value()})
 
     def truth(self) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import httpx
 import yaml
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -52,6 +51,7 @@ from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
 from fleet.visual.capture import chromium_path
 from guard.signing import private_key, public_key_text
+from tests.local_http import local_client
 from tests.pipeline.guard_invariant import guarded_sites_left_down
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +126,7 @@ class NightsMachine(RuleBasedStateMachine):
         self.home = Path(tempfile.mkdtemp(prefix="fleet-invariants-"))
         self.server = EmulatorServer(EmulatorConfig(sites=6, seed=11, time_scale=0.001)).start()
         self.other: EmulatorServer | None = None  # a second dashboard in the same home, started when drawn
-        self.http = httpx.Client(base_url=self.server.root_url, timeout=30,
+        self.http = local_client(base_url=self.server.root_url,
                                  headers={"x-emulator-token": self.server.config.admin_token.get_secret_value()})
         credentials = self.server.credentials
         self.environment = {**dashboard_environment(credentials), **night_environment(self.home),
