@@ -299,7 +299,8 @@ async def plan_night(
         survey_fleet(client, sites, settings, sync=not request.dry_run, night=night, rollbacks=memory.rollback_sites),
         load_ignores_task(client, quote([site.id for site in sites])),
     )
-    accounted = await account_for_interrupted_runs(client, interrupted, sites, pending, night, settings)
+    accounted = await account_for_interrupted_runs(client, interrupted, sites, pending, night, settings,
+                                                   judge=request.run_checks)
     night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
                                                        request.dry_run)
     plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
@@ -333,15 +334,17 @@ async def take_over_interrupted_runs(
 
 async def account_for_interrupted_runs(
     client: DashboardClient, interrupted: list[OpenRun], sites: list[SiteRecord], pending: list[DetectedUpdate],
-    night: Night, settings: PipelineSettings,
+    night: Night, settings: PipelineSettings, judge: bool,
 ) -> list[Item]:
-    """The items the killed runs applied; when the step fails after its retries, every one of them is `unknown`,
-    saying why, and the night does its own work."""
+    """The items the killed runs applied (with `judge`, the sites they broke contained and held tonight, before
+    the night's first write); when the step fails after its retries, every one of them is `unknown`, saying why,
+    and the night does its own work."""
     if not interrupted:
         return []
     try:
-        return await account_interrupted_runs_task(client, quote(interrupted), quote(sites), quote(pending),
-                                                   quote(night.sizer), settings)
+        accounting = await account_interrupted_runs_task(
+            client, quote(interrupted), quote(sites), quote(pending), quote(night.sizer), settings,
+            breaks=quote(night.breaks) if judge else None, policy=night.policy, run_id=night.run_id)
     except FATAL_ERRORS:
         raise
     except Exception as error:  # noqa: BLE001 - every item still gets an outcome
@@ -349,6 +352,8 @@ async def account_for_interrupted_runs(
         get_run_logger().warning("interrupted run(s) %s: %s; their items are unknown",
                                  ", ".join(run.run_id for run in interrupted), why)
         return account_interrupted(interrupted, {}, [], dict.fromkeys(touched_sites(interrupted), why))
+    night.done.add(CohortResult(checks=accounting.checks))
+    return accounting.items
 
 
 async def account_for_night(

@@ -2,8 +2,9 @@
 
 First they are told as what they are (their Prefect flow runs, left Running, marked Crashed) and their sites are
 left to go quiet (a call whose answer never came may still run on the dashboard, and planning it again would apply
-it twice); after the survey, every item they applied is accounted for. Nothing here fails the night: a site that
-cannot be read is said and its items are `unknown`, and the night does its own work.
+it twice); after the survey, every item they applied is accounted for, and before the night's first write the sites
+they wrote to are judged as their own step would have judged them. Nothing here fails the night: a site that cannot
+be read is said and its items are `unknown`, and the night does its own work.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from typing import TYPE_CHECKING
 from prefect import task
 
 from dashboard.errors import DashboardError, SiteNotFound
-from fleet.engine.interrupted import account_interrupted, touched_sites
+from fleet.engine.containment import TonightsBreaks
+from fleet.engine.interrupted import Accounting, account_interrupted, steps_to_judge, touched_sites
 from fleet.engine.lost_answers import wait_for_quiet_sites
+from fleet.engine.site_probe import ProbeResult
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Item
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.rules.dashboard_records import site_record
 from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
+from fleet.rules.policy import Policy
 from fleet.state.job_journal import OpenRun
+from tasks.checks import check_sites
+from tasks.contain import probe_and_contain
 from tasks.detect import detect_updates
 from tasks.limits import mark_crashed
 from tasks.progress import step_logger
@@ -59,9 +65,13 @@ async def account_interrupted_runs(
     pending: list[DetectedUpdate],
     sizer: CallSizer,
     settings: PipelineSettings,
-) -> list[Item]:
+    breaks: TonightsBreaks | None = None,
+    policy: Policy | None = None,
+    run_id: str = "",
+) -> Accounting:
     """The items the killed runs applied; their sites outside tonight's selection are synced and read here. A site
-    gone from the dashboard, or whose read fails, leaves its items `unknown` with why."""
+    gone from the dashboard, or whose read fails, leaves its items `unknown` with why. With tonight's `breaks`
+    (before its first write), the sites they wrote to are judged too (`judge_interrupted_sites`)."""
     logger = step_logger()
     touched = set(touched_sites([run for run in runs if not run.given_up]))
     synced = {site.id: site for site in sites if site.id in touched}  # those tonight's sync refused: unknown
@@ -83,10 +93,42 @@ async def account_interrupted_runs(
         fresh += await detect_updates(client, [site.id for site in others], settings.concurrency)
     for site_id, why in unreadable.items():
         logger.warning("site %s, touched by interrupted run(s): %s; its items are unknown", site_id, why)
-    items = account_interrupted(runs, synced, fresh, unreadable)
-    logger.info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(items),
+    accounting = Accounting(account_interrupted(runs, synced, fresh, unreadable))
+    if breaks is not None:
+        broken = await judge_interrupted_sites(client, accounting.items, sites, breaks, policy or Policy(), run_id,
+                                               settings)
+        if broken:  # their releases landed: the dashboard's list dropped them, and the sites failed since
+            accounting = Accounting(account_interrupted(runs, synced, fresh, unreadable, set(broken)),
+                                    await check_sites(client, list(broken.values()), settings))
+    logger.info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(accounting.items),
                 ", ".join(run.run_id for run in runs))
-    return items
+    return accounting
+
+
+async def judge_interrupted_sites(
+    client: DashboardClient, accounted: list[Item], sites: list[SiteRecord], breaks: TonightsBreaks, policy: Policy,
+    run_id: str, settings: PipelineSettings,
+) -> dict[int, SiteRecord]:
+    """Each site the killed runs wrote to that fails its probe now is a break by the releases they sent it,
+    contained (and revived) as their own step would have done, so that tonight sends those releases nowhere else
+    and the summary opens its incident and holds them. Returns the broken sites.
+
+    The killed run wrote only to sites its sync reached, so each is taken to have passed its probe before: a site
+    down now that was down before is blamed on the releases it got, which holds them (never spreads them)."""
+    by_id = {site.id: site for site in sites}
+    broken: dict[int, SiteRecord] = {}
+    for step, items in steps_to_judge(accounted).items():
+        items = [item for item in items if item.site_id in by_id]
+        stepped = [by_id[site_id] for site_id in sorted({item.site_id for item in items})]
+        if stepped:
+            before = {site.id: ProbeResult(ok=True) for site in stepped}
+            contained = await probe_and_contain(client, before, stepped, step, items, breaks, policy, run_id,
+                                                settings)
+            broken |= {site_id: by_id[site_id] for site_id in contained}
+    if broken:
+        step_logger().warning("site(s) %s, updated by interrupted run(s), fail their probe: broken by those runs; "
+                              "what broke them is sent nowhere else", ", ".join(site.name for site in broken.values()))
+    return broken
 
 
 wait_for_interrupted_runs_task = task(wait_for_interrupted_runs, name="wait-for-interrupted-runs", **STEP_OPTIONS)

@@ -8,8 +8,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.engine.interrupted import account_interrupted
-from fleet.model.summary import Outcome, UpdateType
+from fleet.engine.interrupted import account_interrupted, steps_to_judge
+from fleet.model.summary import Item, Outcome, UpdateType
 from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
 from fleet.state.job_journal import Intent, JobJournal, OpenRun
 
@@ -66,3 +66,19 @@ def test_an_item_a_killed_run_sent_to_a_site_tonight_cannot_sync_is_unknown_not_
     offline = items[(2, "akismet")]
     assert offline.outcome is Outcome.unknown and offline.applied_by_run == "killed"
     assert "known to be offline" in offline.reason and "could not be synced tonight" in offline.reason
+
+
+def test_a_site_a_killed_run_wrote_to_is_judged_after_its_plugins_else_after_its_last_step():
+    """What the next night blames a site found down on: the plugins sent it where any was (the step whose break
+    can be contained and revived), else the last type sent; never an item the killed run did not land."""
+    def item(site_id: int, type_: UpdateType, slug: str, outcome: Outcome) -> Item:
+        return Item(site_id=site_id, site_url=f"https://{site_id}.example/", site_name=str(site_id), client=None,
+                    type=type_, slug=slug, name=slug, from_version="1", to_version="2", outcome=outcome,
+                    applied_by_run="killed")
+
+    steps = steps_to_judge([
+        item(1, UpdateType.translation, "fr", Outcome.updated), item(1, UpdateType.plugin, "seo", Outcome.unknown),
+        item(1, UpdateType.theme, "blocksy", Outcome.updated), item(2, UpdateType.translation, "de", Outcome.updated),
+        item(2, UpdateType.theme, "astra", Outcome.updated), item(3, UpdateType.plugin, "forms", Outcome.failed)])
+    assert {step: [(i.site_id, i.slug) for i in items] for step, items in steps.items()} == {
+        UpdateType.plugin: [(1, "seo")], UpdateType.theme: [(2, "astra")]}

@@ -25,6 +25,7 @@ from fleet.engine.night import Night
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary, UpdateType, run_directories
 from fleet.pacing.call_sizing import CallSizer
+from fleet.rules.breakage import SitesBrokenByRun
 from fleet.state.job_journal import JobJournal
 from flows.nightly import nightly_maintenance
 from flows.sync import dashboard_memory
@@ -32,6 +33,7 @@ from tasks.interrupted import REMOVED
 from tasks.limits import night_lock
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import read_run
+from tests.pipeline.night_invariants import shared_plugin
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +94,41 @@ async def test_a_night_stopped_on_one_dashboard_is_no_business_of_another(dashbo
     marked = Summary.read(stopped)
     assert marked.interrupted and marked.accounted_by == summary.run_id
     assert {(i.site_id, i.slug) for i in marked.items} == {(i.site_id, i.slug) for i in accounted}
+
+
+async def test_a_release_a_stopped_night_left_fatal_at_load_goes_to_no_other_site(dashboard, monkeypatch, tmp_path):
+    """Issue 44 (found by the generated nights): a night stopped after its write of a release that kills its site at
+    load, before it probed the site, left the next night to account for it as `updated` and send it everywhere else.
+    The next night judges that site before its first write: down, it is that release's break (an incident, a hold),
+    and the release reaches no other site."""
+    board = dashboard(sites=6, seed=11)
+    slug, sites = shared_plugin(board.truth())
+    for site in sites[:3]:
+        board.post("offers", {"site_id": site, "type": "plugin", "slug": slug, "version": "100.1.0"})
+        board.post("faults/items", {"site_id": site, "type": "plugin", "slug": slug, "mode": "load"})
+    monkeypatch.setenv("FLEET_SITES_PER_CALL", "1")  # one call per site: the second call stops the night
+    tonight = Selection(sites=[str(site) for site in sites[:3]], types=[UpdateType.plugin])
+    with monkeypatch.context() as stopping:
+        stopped_after_first_call(stopping)
+        with pytest.raises(AuthenticationError):
+            await nightly_maintenance(selection=tonight, send_report=False)
+    [stopped] = [path for path in (tmp_path / "reports").iterdir() if path.is_dir() and path.name[0].isdigit()]
+    [down] = [site for site in sites[:3] if board.truth()["sites"][str(site)]["front_end"]["status"] != "up"]
+
+    with pytest.raises(SitesBrokenByRun) as failed:  # the night ends Failed: it accounts for a broken site
+        await nightly_maintenance(selection=tonight, send_report=False)
+    summary, _ = read_run(failed.value.summary_path)
+    truth = board.truth()["sites"]
+    got = [site for site in sites[:3] if truth[str(site)]["plugins"][slug]["version"] == "100.1.0"]
+    assert got == [down], f"the release that killed site {down} was installed on {got}"
+    [broken] = summary.broken
+    assert broken.site_id == down and (slug, "100.1.0") in {(s.slug, s.to_version) for s in broken.suspects}
+    assert ("plugin", slug, "100.1.0") in {(h.type.value, h.slug, h.version) for h in summary.holds}
+    [item] = [item for item in summary.items if (item.site_id, item.slug) == (down, slug)]
+    assert item.outcome is Outcome.updated and item.applied_by_run == stopped.name
+    held = [item for item in summary.items if item.slug == slug and item.site_id != down]
+    assert held and all(item.outcome is Outcome.held for item in held), held
+    assert summary.incidents and summary.incidents[0].site_id == down
 
 
 def fleet_nightly(env: dict[str, str], log: Path) -> subprocess.Popen:
