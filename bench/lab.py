@@ -4,12 +4,15 @@ credentials, the lab's shell scripts run, and the canary's releases served as Wo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import httpx
 
 
 def sh(command: str, env: dict[str, str]) -> str:
@@ -29,6 +32,17 @@ def lab_dashboard(lab: Path, policy: Path) -> dict[str, str]:
         "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
         "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
         "FLEET_POLICY_FILE": str(policy)}
+
+
+def sync_children(lab: Path, env: dict[str, str]) -> None:
+    """Both children synced; each reconnected first (MainWP refuses a site whose last sync failed as "child
+    outdated" until a reconnect), so that a run left broken sites behind does not stop the next."""
+    settings = lab_dashboard(lab, Path("unused"))
+    for site_id in (1, 2):
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"{settings['FLEET_BASE_URL']}/mainwp/v2/sites/{site_id}/reconnect", timeout=60,
+                       headers={"Authorization": f"Bearer {settings['FLEET_API_KEY']}"})
+    sh(f"php {lab}/bin/php/lab-rest.php {lab}/run/keys.json sync", env)
 
 
 def serve_canary(scripts: Path, zips: Path, versions: tuple[str, ...]) -> subprocess.Popen[bytes]:

@@ -2,12 +2,14 @@
 (../shared/lab: MainWP Dashboard 6.1.2 and two real children), by hand: the lab's canary 1.2 (a fatal at load: the
 pages AND the MainWP Child die) offered to both children, `fleet nightly` started with one site per update call, and
 its whole process group SIGKILLed (a reboot, an OOM kill) the moment a child's home page answers 500, before the
-night probes it. Then `fleet nightly` again, as the next night.
+night probes it. Then `fleet nightly` again, as the next night; then the sites repaired by hand (the canary's 1.0
+back, as an operator restores it) and a third night.
 
-Measured: which children had 1.2 when the kill came and after the next night (the target: the same, the one the
-killed night broke), the next night's exit code and wall time, what it says of the broken child (the break, its
-suspects and what was done), the canary's items (the broken child's applied by the killed run, the other's held),
-the holds and the incidents it opened.
+Measured: the children 1.2 reached by the killed run's calls (the dashboard finishes what it was sent) and by the
+next night's own (the target: none), the next night's exit code and wall time, what it says of the broken children
+(the break, its suspects and what was done), the canary's items (applied by the killed run, or held),
+the holds and the incidents it opened; on the third night, whether the repaired sites are maintained again (MainWP
+refuses a site whose sync failed as "child outdated" until it is reconnected) and the canary 1.2 held.
 
 Needs a built lab (`LAB_DIR=/work/lab ../shared/lab/build.sh`) and root (the canary's zips are served on port
 80, as the lab's README says). Run: `python bench/lab_killed_night.py --lab /work/lab --scripts ../shared/lab`.
@@ -30,7 +32,7 @@ import httpx
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the checkout, for `bench.lab`
 
-from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh  # noqa: E402
+from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh, sync_children  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET = str(ROOT / ".venv" / "bin" / "fleet")
@@ -86,6 +88,7 @@ def main() -> None:
     server = serve_canary(scripts, zips, ("1.0", "1.2"))
     try:
         sh(f"{scripts}/canary/reset.sh", env)
+        sync_children(lab, env)
         for child in CHILDREN:
             sh(f"{scripts}/canary/plant.sh {child} 1.2", env)
         sh(f"php {lab}/bin/php/lab-rest.php {lab}/run/keys.json sync", env)
@@ -97,13 +100,20 @@ def main() -> None:
         wall = time.monotonic() - started
         after = canary_versions(lab)
         pages = {child: httpx.get(url, timeout=10).status_code for child, url in CHILDREN.items()}
+        sh(f"{scripts}/canary/reset.sh", env)  # the operator repairs the sites (1.0 back); 1.2 is still offered
+        for child in CHILDREN:
+            sh(f"{scripts}/canary/plant.sh {child} 1.2", env)
+        third = subprocess.run([FLEET, "nightly", "--types", "plugin"], env=env, capture_output=True, text=True,
+                               check=False)
     finally:
         server.terminate()
         server.wait(10)
-        sh(f"{scripts}/canary/reset.sh && php {lab}/bin/php/lab-rest.php {lab}/run/keys.json sync", env)
+        sh(f"{scripts}/canary/reset.sh", env)
+        sync_children(lab, env)
     runs = sorted(path for path in reports.glob("*/summary.json") if not json.loads(path.read_text()).get(
         "interrupted"))
-    summary = json.loads(runs[-1].read_text()) if runs else {}
+    summary = json.loads(runs[-2].read_text()) if len(runs) > 1 else {}
+    repaired = json.loads(runs[-1].read_text()) if runs else {}
     result = {
         "killed": killed, "killed_after_s": round(killed_after, 1), "canary_at_kill": at_kill,
         "next_night_exit_code": night.returncode, "next_night_wall_s": round(wall, 1), "canary_after": after,
@@ -115,16 +125,28 @@ def main() -> None:
         "holds": [f"{h['slug']}@{h['version']} ({h['kind']})" for h in summary.get("holds", [])],
         "incidents": [(i["site_id"], i.get("status")) for i in summary.get("incidents", [])],
         "next_night_output_tail": night.stdout[-1500:] + night.stderr[-1500:],
+        "third_night_exit_code": third.returncode,
+        "third_night_sites": [{k: site.get(k) for k in ("site_name", "status", "revived", "updated")}
+                              for site in repaired.get("sites", [])],
+        "third_night_canary": [{k: i.get(k) for k in ("site_id", "outcome", "reason")}
+                               for i in repaired.get("items", []) if i["slug"] == CANARY],
+        "third_night_output_tail": third.stdout[-1500:] + third.stderr[-1500:],
     }
-    reached = sorted(child for child, version in after.items() if version == "1.2")
-    broke = sorted(child for child, version in at_kill.items() if version == "1.2")
+    names = {1: "child1", 2: "child2"}
+    killed_run = [i["site_id"] for i in summary.get("items", []) if i["slug"] == CANARY and i.get("applied_by_run")]
+    own = [i["site_id"] for i in summary.get("items", []) if i["slug"] == CANARY and not i.get("applied_by_run")
+           and i["outcome"] in ("updated", "unknown", "failed")]
+    result["written_by_the_killed_run"] = sorted(names[site] for site in killed_run)
+    result["written_by_the_next_night"] = sorted(names[site] for site in own)
     print(f"{'':28}{'at the kill':>14}{'after the next night':>24}")
     for child in CHILDREN:
         print(f"{'lab-canary on ' + child:28}{str(at_kill[child]):>14}{str(after[child]):>24}")
-    print(f"killed {killed} after {result['killed_after_s']} s; next night: exit {night.returncode} in "
-          f"{result['next_night_wall_s']} s; 1.2 on {reached} (target: {broke}, as at the kill); "
-          f"holds {result['holds']}")
-    print(json.dumps({k: v for k, v in result.items() if k != "next_night_output_tail"}, indent=2))
+    print(f"killed {killed} after {result['killed_after_s']} s (the dashboard works on what it was sent); 1.2 "
+          f"written by the killed run to {result['written_by_the_killed_run']}, by the next night to "
+          f"{result['written_by_the_next_night']} (target: none); next night: exit {night.returncode} in "
+          f"{result['next_night_wall_s']} s, holds {result['holds']}; third night (repaired): exit "
+          f"{third.returncode}, sites {result['third_night_sites']}")
+    print(json.dumps({k: v for k, v in result.items() if not k.endswith("_output_tail")}, indent=2))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
 

@@ -131,6 +131,11 @@ class SiteOffline(DashboardError):
     """The child site is unreachable or known to be offline."""
 
 
+class ChildOutdated(InvalidInput):
+    """The dashboard refuses the site: its sync record of the MainWP Child is older than 4.0.0. On MainWP that record
+    is 0 after any failed sync (the site list still shows the real version) until the site is reconnected."""
+
+
 class ModuleUnavailable(DashboardError):
     """The dashboard module this call needs (Cost Tracker, Logs) is not active."""
 
@@ -213,7 +218,7 @@ _BY_CODE: dict[str, type[DashboardError]] = {
     "invalid_content_type": InvalidInput,
     "already_exists": InvalidInput,
     "site_already_exists": InvalidInput,
-    "child_outdated": InvalidInput,
+    "child_outdated": ChildOutdated,
     "rest_request_entity_too_large": InvalidInput,
     "rest_invalid_plugins_slugs": InvalidInput,
     "rest_invalid_themes_slugs": InvalidInput,

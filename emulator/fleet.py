@@ -222,6 +222,7 @@ def _generate_site(site_id: int, rng: random.Random, now: float, client_count: i
     site.wp_offer = CORE_LATEST if site.wp_version != CORE_LATEST else None
     site.php_version = rng.choice(PHP_VERSIONS)
     site.child_version = rng.choice(OLD_CHILD_VERSIONS) if rng.random() < 0.02 else rng.choice(CHILD_VERSIONS)
+    site.synced_child_version = site.child_version  # its last sync went through
     site.mysql_version = rng.choice(["8.0.43", "10.11.14-MariaDB", "10.6.23-MariaDB"])
     site.memory_limit = rng.choice(["128M", "256M", "512M"])
     site.database_size = rng.randrange(2, 900) * 1_048_576
@@ -287,7 +288,7 @@ def connected_child(site_id: int, url: str, name: str, admin: str, seed: int, no
     domain = url.split("://", 1)[-1].rstrip("/")
     site.url, site.name, site.admin, site.added = url, name, admin, now
     site.client_id, site.tag_ids = 0, []
-    site.child_version = CHILD_VERSIONS[0]  # MainWP connects only a current child
+    site.child_version = site.synced_child_version = CHILD_VERSIONS[0]  # MainWP connects only a current child
     site.reachable, site.http_code, site.offline_check_result = True, 200, 1
     site.suspended, site.child_connected, site.sync_errors = False, True, ""
     site.ignored_plugins, site.ignore_core_updates = {}, False  # the dashboard's own settings: none yet

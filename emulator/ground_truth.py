@@ -122,6 +122,7 @@ def site_truth(emulator: Emulator, site: Site) -> dict[str, Any]:
         "slow": emulator.capacity.slow_sites.is_slow(site.id),
         "ip": emulator.capacity.ip_of(site.id),
         "child_version": site.child_version,
+        "synced_child_version": site.synced_child_version,  # the dashboard's record its child-version gate reads
         "offline_check_result": site.offline_check_result,
         "sync_errors": site.sync_errors,
         "last_sync": site.last_sync,

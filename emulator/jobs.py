@@ -41,6 +41,7 @@ SLOW_INTERVAL = 90 * 60.0
 TIMEOUT_MESSAGE = "Job timed out after 4 hours."
 TIMEOUT_JOB_MESSAGE = "Job timed out after 4 hours. Partial results may be available."
 MIN_CHILD_VERSION = (4, 0, 0)
+CHILD_OUTDATED = "Child plugin version 4.0.0 or higher required."
 
 # Ability input type -> (stored item type, label used in per-site error messages), in the order jobs run them.
 UPDATE_TYPES: dict[str, tuple[ItemType, str]] = {
@@ -54,9 +55,11 @@ JobFaultPicker = Callable[[str], str | None]  # a job's identity (its type, site
 
 
 def child_outdated(site: Site) -> bool:
-    """Child plugin versions below 4.0.0 are refused by sync and update operations."""
+    """`check_child_version`: the abilities that sync, list or change what is on a child refuse it below 4.0.0.
+    It reads the dashboard's sync record, not the child: after a sync the child did not answer (recorded "0") the
+    site is refused until a reconnect that reaches the child records its version again."""
     parts: list[int] = []
-    for piece in site.child_version.split(".")[:3]:
+    for piece in site.synced_child_version.split(".")[:3]:
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits) if digits else 0)
     return tuple(parts + [0] * (3 - len(parts))) < MIN_CHILD_VERSION
@@ -273,7 +276,7 @@ class BatchJobs:
             if site.offline_check_result == -1:
                 return {"code": "site_offline", "message": KNOWN_OFFLINE}
             if child_outdated(site):
-                return {"code": "sync_failed", "message": "Child plugin version 4.0.0 or higher required."}
+                return {"code": "sync_failed", "message": CHILD_OUTDATED}
             result = await ops.sync(site)
             return None if result.ok else {"code": "sync_failed", "message": "Sync returned false."}
         if job_type == "update":
@@ -293,7 +296,7 @@ class BatchJobs:
     async def _update_site(self, job: dict[str, Any], site: Site) -> dict[str, str] | None:
         """Core, then plugins and themes, then translations; ignore lists are not applied (as the real job)."""
         if child_outdated(site):
-            return {"code": "update_failed", "message": "Child plugin version 4.0.0 or higher required."}
+            return {"code": "update_failed", "message": CHILD_OUTDATED}
         requested = job.get("types") or list(UPDATE_TYPES)
         slugs = job.get("specific_items") or None
         failures: list[str] = []

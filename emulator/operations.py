@@ -142,17 +142,28 @@ class SiteOperations:
         await self.capacity.work("sync", site_id=site.id)
         reason = site_unavailable_reason(site)
         if reason is not None:
-            site.sync_errors = reason
-            self.state.save_site(site)
+            self._record_failed_sync(site, reason)
             return SyncResult(site, False, reason)
+        self._record_sync(site)
+        return SyncResult(site, True)
+
+    def _record_sync(self, site: Site) -> None:
+        """What a sync the child answered stores: its lists, its plugin's version, no error."""
         site.known_wp_version, site.known_wp_offer = site.wp_version, site.wp_offer
         for items in (site.plugins, site.themes, site.translations):
             for item in items.values():
                 item.known_version, item.known_offer = item.version, item.offer
+        site.synced_child_version = site.child_version
         site.sync_errors = ""
         site.last_sync = self.state.now()
         self.state.save_site(site)
-        return SyncResult(site, True)
+
+    def _record_failed_sync(self, site: Site, reason: str) -> None:
+        """`sync_information_array` starts from version 0 and only the child's answer sets it: a sync the child
+        did not answer records 0, so the abilities' child-version gate refuses the site from then on."""
+        site.sync_errors = reason
+        site.synced_child_version = "0"
+        self.state.save_site(site)
 
     async def sync_many(self, sites: list[Site]) -> list[SyncResult]:
         return [await self.sync(s) for s in sites]
@@ -324,13 +335,16 @@ class SiteOperations:
     # ---- connection and suspension -------------------------------------------------------------------------
 
     async def reconnect(self, site: Site) -> bool:
+        """`m_reconnect_site`: a sync first, then the child's registration, whose answer is synced. A child that
+        does not answer (unreachable, dead at load) fails both: the failed sync is recorded (version 0). A child
+        that answers but was disconnected registers again: connected, synced, its version recorded."""
         await self.capacity.work("reconnect", site_id=site.id)
-        if not site.reachable:
+        unavailable = unavailable_child(site)
+        if unavailable is not None and unavailable.thrown is not None:
+            self._record_failed_sync(site, unavailable.message)
             return False
         site.child_connected = True
-        site.sync_errors = ""
-        site.last_sync = self.state.now()
-        self.state.save_site(site)
+        self._record_sync(site)
         return True
 
     async def disconnect(self, site: Site, *, mark_local: bool = True) -> bool:

@@ -103,7 +103,10 @@ class Site:
     known_wp_version: str = ""
     known_wp_offer: str | None = None
     php_version: str = "8.2.24"
-    child_version: str = "6.1"
+    child_version: str = "6.1"  # what the child plugin really is (the REST site record shows it, from `site_info`)
+    # The dashboard's sync record of it (`wp_sync.version`), which the abilities' child-version gate reads: a sync
+    # the child does not answer records "0" (`sync_information_array` starts from 0); "" takes `child_version`.
+    synced_child_version: str = ""
     mysql_version: str = "10.11.6-MariaDB"
     memory_limit: str = "256M"
     database_size: int = 0
@@ -139,6 +142,12 @@ class Site:
     users: list[SiteUser] = field(default_factory=list)
 
     ITEM_MAPS: ClassVar[tuple[str, ...]] = ("plugins", "themes", "translations")
+
+    def __post_init__(self) -> None:
+        """A site enters the dashboard through a sync of its child, which records its version; so does a site read
+        from a database written before the record was kept."""
+        if not self.synced_child_version:
+            self.synced_child_version = self.child_version
 
     @property
     def domain(self) -> str:

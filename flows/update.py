@@ -48,7 +48,7 @@ from fleet.rules.incidents import fixed_releases
 from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord, fixes_only
 from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
-from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, known_offline
+from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, refused
 from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
@@ -58,7 +58,7 @@ from tasks.checks import (
     check_sites_task,
     count_open_incidents_task,
     probe_before_updates_task,
-    revive_known_offline_task,
+    revive_refused_sites_task,
 )
 from tasks.contain import probe_and_contain_task, switch_on_fixed_releases_task
 from tasks.detect import detect_updates_task, remember_rollback_reads
@@ -105,8 +105,8 @@ async def survey_fleet(
             client, quote(usable), settings, sizer=quote(night.sizer), progress=quote(night.progress))
             if sync and usable else {})
         revived: set[int] = set()
-        if known_offline(failures):
-            failures, revived = await revive_known_offline_task(client, quote(usable), quote(failures), settings,
+        if refused(failures):
+            failures, revived = await revive_refused_sites_task(client, quote(usable), quote(failures), settings,
                                                                 quote(night.sizer))
         pending = await detect_updates_task.with_options(task_run_name=f"detect-{label}")(
             client, quote([site.id for site in chunk]), settings.concurrency,

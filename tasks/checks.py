@@ -17,7 +17,7 @@ from fleet.pacing.call_sizing import CallSizer, Operation, Work
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.plan import SiteRecord
 from fleet.rules.site_errors import SiteErrorIndex, error_message
-from fleet.rules.sync_failures import SyncFailures, known_offline
+from fleet.rules.sync_failures import SyncFailure, SyncFailures, known_offline, version_lost
 from tasks.batch_calls import BatchCall, send_batch_calls
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
@@ -82,27 +82,64 @@ async def _check_once(
     return checks, lost
 
 
-async def revive_known_offline(
+async def revive_refused_sites(
     client: DashboardClient, sites: list[SiteRecord], failures: SyncFailures,
     settings: PipelineSettings, sizer: CallSizer | None = None,
 ) -> tuple[SyncFailures, set[int]]:
-    """Check once each site the dashboard refused as known offline (only a passing check clears the flag), and
+    """Bring back the sites the dashboard refused to sync for what an earlier failure left on its records, and
     sync the ones that answer: a site repaired since is maintained again instead of skipped night after night.
-    Returns the sync failures left and the sites revived."""
-    refused = set(known_offline(failures))
-    candidates = [site for site in sites if site.id in refused]
-    checks = await dashboard_checks(client, candidates, settings, sizer)
-    answering = [site for site in candidates if checks.get(site.id) is not None and checks[site.id].online]
-    again = await sync_sites(client, answering, settings, sizer) if answering else {}
-    revived = {site.id for site in answering if site.id not in again}
+    One kept as known offline is checked once (only a passing check clears the flag); one whose sync record lost
+    its MainWP Child version (MainWP sets it to 0 on every failed sync, and then refuses every call on the site as
+    "child outdated", a passing check or not) is reconnected, which records it again. Returns the sync failures
+    left and the sites revived."""
+    by_id = {site.id: site for site in sites}
+    left: SyncFailures = dict(failures)
+    revived: set[int] = set()
+    offline = [by_id[site_id] for site_id in known_offline(left) if site_id in by_id]
+    if offline:
+        checks = await dashboard_checks(client, offline, settings, sizer)
+        answering = [site for site in offline if checks.get(site.id) is not None and checks[site.id].online]
+        left, revived = await sync_again(client, answering, left, settings, sizer)
+    lost = [by_id[site_id] for site_id in version_lost(left) if site_id in by_id]
+    if lost:
+        reconnected, unanswered = await reconnect_sites(client, lost, settings)
+        left |= unanswered
+        left, more = await sync_again(client, reconnected, left, settings, sizer)
+        revived |= more
     if revived:
-        step_logger().info("revived %d site(s) the dashboard kept as known offline (a check passed tonight): %s",
-                           len(revived), sorted(revived))
-    left = {site_id: failure for site_id, failure in failures.items() if site_id not in revived}
-    return left | again, revived
+        step_logger().info("revived %d site(s) the dashboard refused after an earlier failure (a check passed, or a "
+                           "reconnect recorded the MainWP Child again): %s", len(revived), sorted(revived))
+    return left, revived
 
 
-revive_known_offline_task = task(revive_known_offline, name="revive-known-offline", **STEP_OPTIONS)
+async def sync_again(client: DashboardClient, sites: list[SiteRecord], failures: SyncFailures,
+                     settings: PipelineSettings, sizer: CallSizer | None) -> tuple[SyncFailures, set[int]]:
+    """`sites` synced again: the failures left (theirs replaced by tonight's second answer), those synced."""
+    again = await sync_sites(client, sites, settings, sizer) if sites else {}
+    ids = {site.id for site in sites}
+    return {site_id: failure for site_id, failure in failures.items() if site_id not in ids} | again, ids - set(again)
+
+
+async def reconnect_sites(client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings,
+                          ) -> tuple[list[SiteRecord], SyncFailures]:
+    """Each site reconnected (MainWP's own repair for a lost connection record): those that answered, and why each
+    other is still refused."""
+
+    async def reconnect(site: SiteRecord) -> tuple[SiteRecord, str | None]:
+        try:
+            await client.reconnect_site(site.id)
+        except DashboardError as error:
+            return site, str(error)
+        return site, None
+
+    answers = await fan_out(sites, reconnect, settings.concurrency)
+    return [site for site, error in answers if error is None], {
+        site.id: SyncFailure("reconnect_failed", "the dashboard refuses the site as having a MainWP Child older than "
+                             f"4.0.0 since a sync of it failed; reconnecting it failed: {error}")
+        for site, error in answers if error is not None}
+
+
+revive_refused_sites_task = task(revive_refused_sites, name="revive-refused-sites", **STEP_OPTIONS)
 
 
 def _ms(seconds: float | None) -> float | None:

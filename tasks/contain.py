@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import httpx
 from prefect import task
 
-from dashboard.errors import DashboardError, SiteOffline
+from dashboard.errors import ChildOutdated, DashboardError, SiteOffline
 from dashboard.models import PluginSwitch
 from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps, switch_on_failed
@@ -54,7 +54,10 @@ class DashboardSwitchboard:
 
     async def active_plugins(self) -> set[str]:
         self.calls += 1
-        return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
+        try:
+            return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
+        except ChildOutdated as error:  # the dashboard cannot switch anything on it either
+            raise ChildUnreachable(lost_version(error)) from error
 
     async def deactivate(self, slugs: list[str]) -> None:
         await self._switch(self.client.deactivate_plugins, slugs)
@@ -68,6 +71,8 @@ class DashboardSwitchboard:
             answer = await call(self.site.id, slugs)
         except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
             raise ChildUnreachable(str(error)) from error  # any other error is the dashboard's: containing it fails
+        except ChildOutdated as error:
+            raise ChildUnreachable(lost_version(error)) from error
         if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 
@@ -78,7 +83,9 @@ class DashboardSwitchboard:
 
     async def child_unreachable(self) -> str | None:
         """Why the child does not answer a sync, or None. A site the dashboard keeps as known offline (a check
-        failed while it was down) is checked once first: only a passing check lets the dashboard reach it."""
+        failed while it was down) is checked once first: only a passing check lets the dashboard reach it; one it
+        refuses as "child outdated" (a sync failed while it was down, which zeroes MainWP's record of the child)
+        is reconnected first."""
         why = await self._sync()
         if why is not None and why[0].endswith("site_offline"):
             self.calls += 1
@@ -86,6 +93,13 @@ class DashboardSwitchboard:
                 await self.client.check_sites([self.site.id])
             except DashboardError as error:
                 return str(error)
+            why = await self._sync()
+        if why is not None and why[0].endswith("child_outdated"):  # a sync of the dead site lost MainWP's record
+            self.calls += 1  # of its child: only a reconnect records it again
+            try:
+                await self.client.reconnect_site(self.site.id)
+            except DashboardError as error:
+                return f"{why[1]}; reconnecting it failed: {error}"
             why = await self._sync()
         return None if why is None else why[1]
 
@@ -98,7 +112,17 @@ class DashboardSwitchboard:
         errors = list(answer.errors) + (list(answer.result.errors) if answer.result else [])
         if not errors:
             return None
-        return errors[0].code or "", "; ".join(error.message or error.code for error in errors)
+        code = errors[0].code or ""
+        if code.endswith("child_outdated"):
+            return code, lost_version(errors[0].message or code)
+        return code, "; ".join(error.message or error.code for error in errors)
+
+
+def lost_version(error: object) -> str:
+    """Why the dashboard refuses a site as "child outdated" while a night contains it: a sync of it failed, which
+    on MainWP leaves its record of the MainWP Child at 0 until the site is reconnected (the child is not old)."""
+    return (f"the dashboard refuses every call on the site since a sync of it failed ({error}); the next night "
+            "reconnects it once its pages and MainWP Child answer again")
 
 
 async def probe_and_contain(

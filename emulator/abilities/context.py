@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from emulator.abilities.catalog import Ability
 from emulator.abilities.errors import AbilityError
+from emulator.jobs import CHILD_OUTDATED, child_outdated
 from emulator.records import Client, Site, Tag
 from emulator.scope import EmulatorScope
 
@@ -51,6 +52,22 @@ class AbilityContext(EmulatorScope):
         site = self.state.find_site(identifier)
         if site is None:
             raise self.site_not_found(identifier)
+        return site
+
+    def outdated_child(self, site: Site) -> AbilityError | None:
+        """`check_child_version`'s refusal (400, with the site's id) while the dashboard's sync record of the
+        site's child version is below 4.0.0; None: the site passes."""
+        if not child_outdated(site):
+            return None
+        return self.fail("child_outdated", CHILD_OUTDATED, 400, site_id=site.id)
+
+    def current_child_site(self, identifier: Any) -> Site:
+        """The site, refused by `check_child_version` as the abilities that list or change what is on its child
+        refuse it (after the site's resolution, before their own checks)."""
+        site = self.resolve_site(identifier)
+        refused = self.outdated_child(site)
+        if refused is not None:
+            raise refused
         return site
 
     def resolve_sites(self, identifiers: list[Any] | None) -> tuple[list[Site], list[dict[str, Any]]]:

@@ -47,7 +47,7 @@ def site_full(state: FleetState, site: Site, include_stats: bool = False) -> dic
         "admin_username": site.admin,
         "wp_version": site.known_wp_version or site.wp_version,
         "php_version": site.php_version,
-        "child_version": site.child_version,
+        "child_version": site.synced_child_version,  # `$site->version`: the sync record, "0" after a failed sync
         "last_sync": iso_c(site.last_sync),
         "notes": site.note,
     }

@@ -15,7 +15,7 @@ from emulator.abilities.shapes import (
     site_full,
     site_ref,
 )
-from emulator.jobs import child_outdated
+from emulator.jobs import CHILD_OUTDATED, child_outdated
 from emulator.operations import SiteUnavailable
 from emulator.records import Item, Site
 
@@ -155,7 +155,7 @@ async def check_site(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
 
 
 async def _plugin_action(ctx: AbilityContext, args: dict[str, Any], activate: bool) -> dict[str, Any]:
-    site = ctx.resolve_site(args["site_id_or_domain"])
+    site = ctx.current_child_site(args["site_id_or_domain"])
     verb = "activation" if activate else "deactivation"
     slugs = list(args["plugins"])
     errors = [{"slug": slug, "code": ctx.code(f"{verb}_failed"), "message": "Plugin not found on the site."}
@@ -187,7 +187,7 @@ async def deactivate_site_plugins(ctx: AbilityContext, args: dict[str, Any]) -> 
 
 def _delete_items(ctx: AbilityContext, args: dict[str, Any], key: str) -> dict[str, Any]:
     mode = ctx.destructive_mode(args)
-    site = ctx.resolve_site(args["site_id_or_domain"])
+    site = ctx.current_child_site(args["site_id_or_domain"])
     ctx.require_confirm(mode)
     items: dict[str, Item] = site.plugins if key == "plugins" else site.themes
     found = [items[s] for s in args[key] if s in items]
@@ -214,7 +214,7 @@ async def delete_site_themes(ctx: AbilityContext, args: dict[str, Any]) -> dict[
 
 
 async def activate_site_theme(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any]:
-    site = ctx.resolve_site(args["site_id_or_domain"])
+    site = ctx.current_child_site(args["site_id_or_domain"])
     theme = site.themes.get(args["theme"])
     if theme is None:
         raise ctx.fail("activation_failed", f"Theme {args['theme']} is not installed on the site.", 500)
@@ -225,7 +225,7 @@ async def activate_site_theme(ctx: AbilityContext, args: dict[str, Any]) -> dict
 
 
 def _list_items(ctx: AbilityContext, args: dict[str, Any], key: str) -> tuple[Site, list[dict[str, Any]]]:
-    site = ctx.resolve_site(args["site_id_or_domain"])
+    site = ctx.current_child_site(args["site_id_or_domain"])
     items = [item_view(i) for i in (site.plugins if key == "plugins" else site.themes).values()]
     status = args.get("status", "all")
     if status != "all":
@@ -312,7 +312,7 @@ async def sync_sites(ctx: AbilityContext, args: dict[str, Any]) -> dict[str, Any
         if site.offline_check_result == -1:
             return _site_error(ctx, site, "site_offline", "Site is known to be offline.", 503)
         if child_outdated(site):
-            return _site_error(ctx, site, "child_outdated", "Child plugin version 4.0.0 or higher required.", 400)
+            return _site_error(ctx, site, "child_outdated", CHILD_OUTDATED, 400)
         result = await ctx.ops.sync(site)  # MainWP_Sync::sync_site keeps why in the site's `sync_errors`
         return None if result.ok else _site_error(ctx, site, "sync_failed", "Sync operation failed.", 500)
 

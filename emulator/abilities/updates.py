@@ -19,7 +19,6 @@ from emulator.abilities.shapes import (
     update_error,
     update_view,
 )
-from emulator.jobs import child_outdated
 from emulator.operations import SiteSuspended, SiteUnavailable
 from emulator.records import ItemType, Site
 from emulator.rollbacks import pending_rollbacks
@@ -95,9 +94,7 @@ async def _update_one_site(ctx: AbilityContext, site: Site, types: list[str], sl
 def _gate(ctx: AbilityContext, site: Site) -> AbilityError | None:
     if site.offline_check_result == -1:
         return ctx.fail("site_offline", "Site is known to be offline.", 400)
-    if child_outdated(site):
-        return ctx.fail("child_outdated", "Child plugin version 4.0.0 or higher required.", 400, site_id=site.id)
-    return None
+    return ctx.outdated_child(site)
 
 
 def _updatable_site(ctx: AbilityContext, args: dict[str, Any]) -> Site:

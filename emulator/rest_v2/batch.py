@@ -10,6 +10,7 @@ from typing import Any
 
 from emulator.rest import EDITABLE, RestError, RestRequest, RestRoutes
 from emulator.rest_v2 import clients, costs, sites, tags
+from emulator.rest_v2.common import sync_through_ability
 from emulator.rest_v2.shapes import site_simple, site_view
 
 routes = RestRoutes()
@@ -79,8 +80,8 @@ def _site(req: RestRequest, item: Any) -> Any:
 async def _site_action(req: RestRequest, action: str, item: Any) -> Any:
     site = _site(req, item)
     if action == "sync":
-        result = await req.ops.sync(site)
-        return {"success": 1, "data": site_view(req.state, site)} if result.ok else {"success": 0, "data": []}
+        ok = await sync_through_ability(req, site)  # the batch runs the sync route's handler
+        return {"success": 1, "data": site_view(req.state, site)} if ok else {"success": 0, "data": []}
     if action == "check":
         return await sites.check_one(req, site)
     if action == "reconnect":

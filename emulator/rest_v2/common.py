@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from emulator.jobs import child_outdated
 from emulator.records import Site
 from emulator.rest import RestError, RestRequest, page_slice
 
@@ -41,3 +42,10 @@ def queue_if_large(req: RestRequest, job_type: str, site_ids: list[int]) -> str 
     if not jobs.should_queue(len(site_ids)):
         return None
     return str(jobs.enqueue(job_type, site_ids)["job_id"])
+
+
+async def sync_through_ability(req: RestRequest, site: Site) -> bool:
+    """Whether a v2 sync of the site went through: the routes sync by `sync-sites-v1`, whose gates refuse a site
+    known offline or whose recorded child version is below 4.0.0 before any call to it (the routes show only the
+    failure)."""
+    return not child_outdated(site) and (await req.ops.sync(site)).ok

@@ -7,6 +7,7 @@ from contextlib import suppress
 from typing import Any
 from urllib.parse import quote
 
+from emulator.jobs import child_outdated
 from emulator.operations import ItemResult, SiteUnavailable
 from emulator.records import SINGULAR, ItemType, Site
 from emulator.rest import EDITABLE, READ, RestError, RestRequest, RestRoutes, invalid_param
@@ -176,8 +177,9 @@ async def update_everything(req: RestRequest) -> dict[str, Any]:
             "queued_count": 0,
             "last_time_start_batch_updates": stamp,
         }
-    updated = errors = sites_updated = 0
-    for run in await req.ops.update_sites(sites):
+    updated = sites_updated = 0
+    errors = sum(1 for s in sites if child_outdated(s))  # `run-updates-v1`'s gate: one error per site refused
+    for run in await req.ops.update_sites([s for s in sites if not child_outdated(s)]):
         moved = sum(1 for r in run.results if r.reported_success)
         updated += moved
         errors += sum(1 for r in run.results if not r.reported_success) + (1 if run.error else 0)
@@ -201,8 +203,10 @@ def _site_for_update(req: RestRequest) -> Site:
 async def update_site(req: RestRequest) -> dict[str, Any]:
     site = _site_for_update(req)
     stamp = _stamp(req)
-    with suppress(SiteUnavailable):  # run through `run-updates-v1`, whose per-site errors this route never reads
-        await req.ops.update_site(site)
+    # run through `run-updates-v1` (its child-version gate included), whose per-site errors this route never reads
+    if not child_outdated(site):
+        with suppress(SiteUnavailable):
+            await req.ops.update_site(site)
     return {
         "success": 1,
         "message": "Batch updates for the site completed.",

@@ -10,6 +10,9 @@ from dashboard import models
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, SiteRecord, SiteStatus
 
 MINIMUM_CHILD_VERSION = Version("4.0.0")  # the dashboard refuses updates on older child plugins
+# what MainWP records when an operator disconnects a site (its English words: a dashboard in another language
+# records its translation, and such a site is synced and reported disconnected, never reconnected by a night)
+MANUALLY_DISCONNECTED = "Manually disconnected"
 
 
 def child_too_old(version: str | None) -> bool:
@@ -26,6 +29,9 @@ def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
         status, reason = SiteStatus.suspended, "site is suspended on the dashboard"
     elif child_too_old(site.child_version):
         status, reason = SiteStatus.child_too_old, f"child plugin {site.child_version} is older than 4.0.0"
+    elif (site.sync_errors or "").strip() == MANUALLY_DISCONNECTED:  # the operator's decision: never reconnected
+        status, reason = SiteStatus.disconnected, "disconnected by hand on the dashboard: reconnect it there to " \
+                                                  "have it maintained again"
     return SiteRecord(
         id=site.id,
         url=site.url,

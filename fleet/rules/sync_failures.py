@@ -33,3 +33,16 @@ def apply_sync_failures(sites: list[SiteRecord], failures: SyncFailures) -> list
 def known_offline(failures: SyncFailures) -> list[int]:
     """The sites a sync was refused for because the dashboard keeps them as known offline."""
     return [site_id for site_id, (code, _) in failures.items() if code.endswith("site_offline")]
+
+
+def version_lost(failures: SyncFailures) -> list[int]:
+    """The sites a sync was refused for as having a MainWP Child older than 4.0.0. Only sites whose record shows
+    4.0.0 or newer are synced (`fleet.rules.dashboard_records`): for these, the dashboard's sync record of the
+    version was lost, as MainWP sets it to 0 on every failed sync, and only a reconnect records it again."""
+    return [site_id for site_id, (code, _) in failures.items() if code.endswith("child_outdated")]
+
+
+def refused(failures: SyncFailures) -> bool:
+    """A sync was refused for what a failed sync left on the dashboard's records (known offline, the version lost):
+    a site repaired since can be brought back."""
+    return bool(known_offline(failures) or version_lost(failures))

@@ -44,9 +44,9 @@ async def test_a_fatal_at_load_is_reported_updated_then_the_site_and_its_child_a
     updated = await ability(board, "update-site-plugins-v1", {"site_id_or_domain": site.id, "slugs": [slug]})
     assert [(u["slug"], u["old_version"]) for u in updated["updated"]] == [(slug, old)]  # as the real one answered
     page = await web.get(page_url(board, site))
-    synced = await ability(board, "sync-sites-v1", {"site_ids_or_domains": [site.id]})
     deactivated = await ability(board, "deactivate-site-plugins-v1",
                                 {"site_id_or_domain": site.id, "plugins": [slug]})
+    synced = await ability(board, "sync-sites-v1", {"site_ids_or_domains": [site.id]})  # then the gate refuses it
     assert page.status_code == 500 and "critical error" in page.text
     assert synced["synced"] == [] and synced["errors"][0]["message"] == "Sync operation failed."
     assert deactivated == {"code": "ability_callback_exception", "data": None,
@@ -134,10 +134,10 @@ async def test_every_call_on_a_child_dead_at_load_is_answered_as_mainwp_6_1_2_an
         abilities = {name: await run(client, f"svc/{name}", payload) for name, payload in {
             "deactivate-site-plugins-v1": {"site_id_or_domain": site.id, "plugins": [slug]},
             "activate-site-plugins-v1": {"site_id_or_domain": site.id, "plugins": [other]},
-            "sync-sites-v1": {"site_ids_or_domains": [site.id]},
             "update-site-plugins-v1": {"site_id_or_domain": site.id, "slugs": [other]},
             "run-updates-v1": {"site_ids_or_domains": [site.id], "types": ["plugins"]},
             "update-site-core-v1": {"site_id_or_domain": site.id},
+            "sync-sites-v1": {"site_ids_or_domains": [site.id]},  # last: its failure records child version 0
         }.items()}
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=board.app), base_url=f"{ROOT_URL}/wp-json/svc/v2",
                                  headers={"Authorization": "Bearer " + board.credentials["api_keys"]["read_write"]},

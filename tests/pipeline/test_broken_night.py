@@ -163,6 +163,31 @@ async def test_a_fatal_at_load_is_kept_as_evidence_and_the_repaired_site_is_main
     assert [item for item in second.items if item.outcome is Outcome.updated]
 
 
+async def test_a_site_a_night_could_not_sync_is_reconnected_once_it_answers_and_maintained_again(dashboard, tmp_path):
+    """Found on the real MainWP lab: a site down when a night syncs it has its MainWP Child version recorded as 0
+    (MainWP's failed sync), and the dashboard then refuses every sync of it as "child outdated", even once it
+    answers again: it was skipped as "child too old" night after night. The next night reconnects it."""
+    emulator = dashboard(sites=12, seed=4)
+    site, other = [site for site in emulator.truth()["sites"].values() if site["status"] == "connected"
+                   and site["reachable"] and site["pending_updates"] and site["child_version"] >= "4"][:2]
+    selection = Selection(sites=[str(site["id"]), str(other["id"])])  # a night that syncs nothing fails
+    emulator.post("faults/reachable", {"site_id": site["id"], "reachable": False})
+    first = Summary.read(Path(await nightly_maintenance(selection=selection, report_dir=str(tmp_path / "first"),
+                                                        send_report=False)))
+    assert {row.site_id: row.status for row in first.sites} == {site["id"]: "disconnected", other["id"]: "online"}
+    assert emulator.truth()["sites"][str(site["id"])]["synced_child_version"] == "0"
+
+    emulator.post("faults/reachable", {"site_id": site["id"], "reachable": True})  # its host is back
+    second = Summary.read(Path(await nightly_maintenance(selection=selection, report_dir=str(tmp_path / "second"),
+                                                         send_report=False)))
+    [row] = [row for row in second.sites if row.site_id == site["id"]]
+    assert row.status == "online" and row.revived, row
+    mine = [item for item in second.items if item.site_id == site["id"]]
+    assert any(item.outcome is Outcome.updated for item in mine)
+    assert not [item for item in mine if item.outcome is Outcome.skipped]
+    assert emulator.truth()["sites"][str(site["id"])]["synced_child_version"] == site["child_version"]
+
+
 async def test_a_version_that_broke_a_site_is_not_sent_again_tonight_nor_anything_more_to_that_site(
     dashboard, tmp_path: Path
 ):
