@@ -64,7 +64,7 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=1))
     if not args.name:
         print(f"written: {args.out}")
-    sys.exit(1 if results["violations"] else 0)
+    sys.exit(1 if results["violations"] or results["errors"] else 0)
 
 
 def run_here(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,22 +99,27 @@ def run_here(args: argparse.Namespace) -> dict[str, Any]:
     with prefect_test_harness(server_startup_timeout=120):
         started = time.perf_counter()  # the Prefect test server is up: the sequences' time starts
         machine.NightsMachine.stop_at = started + args.minutes * 60 if args.minutes else None
+        errors = []
         try:
             run_state_machine_as_test(Counted, settings=settings(
                 max_examples=args.sequences, stateful_step_count=args.steps, deadline=None, database=None,
                 phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
-        except Exception:
-            if not machine.NightsMachine.timed_out:
-                raise
-            print(f"{args.name}stopped after {args.minutes} minutes", flush=True)
+        except Exception as error:  # noqa: BLE001 - what ran is still reported, and the run fails saying why
+            if machine.NightsMachine.timed_out:
+                print(f"{args.name}stopped after {args.minutes} minutes", flush=True)
+            else:
+                errors.append(f"{args.name}{type(error).__name__}: {error}"[:4000])
+                print(f"{args.name}the run stopped on an error, not a violation: {errors[-1]}\n  in: "
+                      + "; ".join(machine.SEQUENCES[-1] if machine.SEQUENCES else []), flush=True)
     shutil.rmtree(home, ignore_errors=True)
     return {"covered": dict(machine.STATS), "violations": machine.VIOLATIONS, "all_sequences": machine.SEQUENCES,
-            "sequences_seconds": round(time.perf_counter() - started, 1)}
+            "sequences_seconds": round(time.perf_counter() - started, 1), "errors": errors}
 
 
 def run_shares(args: argparse.Namespace) -> dict[str, Any]:
     """The sequences shared among `--processes` copies of this script (their lines prefixed with their share),
-    and what they checked added up. A share that fails makes the run fail, with its exit code."""
+    and what they checked added up. A share that stops on an error still gives what it checked; the error is listed
+    and fails the run."""
     base, extra = divmod(args.sequences, args.processes)
     with tempfile.TemporaryDirectory(prefix="invariants-") as parts:
         children = []
@@ -127,15 +132,14 @@ def run_shares(args: argparse.Namespace) -> dict[str, Any]:
                 sys.executable, __file__, "--sequences", str(share), "--steps", str(args.steps), "--nights",
                 str(args.nights), "--minutes", str(args.minutes), "--name", f"[{index + 1}/{args.processes}] ",
                 "--out", str(out)])))
-        failed = [(out, child.wait()) for out, child in children]
-        broken = [f"{out.name} exited {code}" for out, code in failed if code not in (0, 1) or not out.exists()]
-        if broken:
-            sys.exit(f"a share of the sequences failed: {'; '.join(broken)}")
-        shares = [json.loads(out.read_text()) for out, _ in failed]
+        ended = [(out, child.wait()) for out, child in children]
+        shares = [json.loads(out.read_text()) for out, _ in ended if out.exists()]  # a failed share's part counts
+        lost = [f"{out.name} exited {code} without its results" for out, code in ended if not out.exists()]
     return {"covered": {name: sum(share["covered"][name] for share in shares) for name in COUNTED},
             "violations": [violation for share in shares for violation in share["violations"]],
             "all_sequences": [steps for share in shares for steps in share["all_sequences"]],
-            "sequences_seconds": max(share["sequences_seconds"] for share in shares)}
+            "sequences_seconds": max((share["sequences_seconds"] for share in shares), default=0),
+            "errors": lost + [error for share in shares for error in share["errors"]]}
 
 
 def print_table(results: dict[str, Any], least_nights: int) -> None:
@@ -151,11 +155,14 @@ def print_table(results: dict[str, Any], least_nights: int) -> None:
             ("second dashboard's nights", stats["other dashboard's nights"]),
             ("deferrals checked", stats["deferrals checked"]), ("writes checked", stats["writes checked"]),
             ("sites given Fleet Guard", stats["guarded sites"]),
-            ("violations", len(results["violations"])), ("processes", results["processes"]),
+            ("violations", len(results["violations"])), ("runs stopped on an error", len(results["errors"])),
+            ("processes", results["processes"]),
             ("wall seconds", f"{results['wall_seconds']:.0f}")]
     print(f"{'invariants over generated nights':<32} {'':>10}")
     for label, value in rows:
         print(f"{label:<32} {value!s:>10}")
+    for error in results["errors"]:
+        print(f"ERROR (not a violation): {error}")
     for violation in results["violations"][:20]:
         print(f"VIOLATION night {violation['night']} ({violation['promise']}): {violation['violation']}\n  after: "
               + "; ".join(violation["sequence"]))

@@ -9,10 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import httpx
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+FLEET = str(CHECKOUT / ".venv" / "bin" / "fleet")  # the checkout's own `fleet`, as `make` installs it
 
 
 def sh(command: str, env: dict[str, str]) -> str:
@@ -32,6 +36,17 @@ def lab_dashboard(lab: Path, policy: Path) -> dict[str, str]:
         "FLEET_ABILITIES_USER": credentials["application_password"]["user"],
         "FLEET_ABILITIES_PASSWORD": credentials["application_password"]["password"],
         "FLEET_POLICY_FILE": str(policy)}
+
+
+def lab_home(lab: Path, name: str, **settings: str) -> tuple[Path, dict[str, str]]:
+    """A FLEET_HOME of one benchmark's own (its .env: the lab's dashboard, reports under reports/, a policy with
+    min_age_days 0, as the canary's releases are minutes old, and `settings`) and the environment its commands run
+    in; the canary's zips go to its zips/."""
+    home = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    (home / "policy.yaml").write_text("min_age_days: 0\n")
+    values = lab_dashboard(lab, home / "policy.yaml") | {"FLEET_REPORT_DIR": str(home / "reports"), **settings}
+    (home / ".env").write_text("".join(f"{key}={value}\n" for key, value in values.items()))
+    return home, {**os.environ, "LAB_DIR": str(lab), "FLEET_HOME": str(home)}
 
 
 def sync_children(lab: Path, env: dict[str, str]) -> None:

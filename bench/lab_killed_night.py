@@ -24,7 +24,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,10 +31,8 @@ import httpx
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the checkout, for `bench.lab`
 
-from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh, sync_children  # noqa: E402
+from bench.lab import CHECKOUT, FLEET, lab_arguments, lab_home, serve_canary, sh, sync_children  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-FLEET = str(ROOT / ".venv" / "bin" / "fleet")
 CHILDREN = {"child1": "http://127.0.0.1:8081/", "child2": "http://127.0.0.1:8082/"}
 CANARY = "lab-canary/lab-canary.php"
 VERSION = re.compile(r"^\s*\*?\s*Version:\s*(\S+)", re.M)
@@ -77,14 +74,9 @@ def kill_at_the_break(env: dict[str, str], log: Path, limit_s: float = 300) -> t
 
 
 def main() -> None:
-    lab, scripts, out = lab_arguments(__doc__.splitlines()[0], ROOT / "bench" / "results" / "lab_killed_night.json")
-    home = Path(tempfile.mkdtemp(prefix="lab-killed-night-"))
+    lab, scripts, out = lab_arguments(__doc__.splitlines()[0], CHECKOUT / "bench" / "results" / "lab_killed_night.json")
+    home, env = lab_home(lab, "lab-killed-night", FLEET_SITES_PER_CALL="1")
     zips, reports = home / "zips", home / "reports"
-    env = {**os.environ, "LAB_DIR": str(lab), "FLEET_HOME": str(home)}
-    (home / "policy.yaml").write_text("min_age_days: 0\n")
-    settings = lab_dashboard(lab, home / "policy.yaml") | {"FLEET_REPORT_DIR": str(reports),
-                                                          "FLEET_SITES_PER_CALL": "1"}
-    (home / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
     server = serve_canary(scripts, zips, ("1.0", "1.2"))
     try:
         sh(f"{scripts}/canary/reset.sh", env)

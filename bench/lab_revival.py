@@ -18,11 +18,9 @@ Prints a table and writes bench/results/lab_revival.json.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zipfile
@@ -32,10 +30,8 @@ import httpx
 
 sys.path[0] = str(Path(__file__).resolve().parent.parent)  # the checkout, for `bench.lab`
 
-from bench.lab import lab_arguments, lab_dashboard, serve_canary, sh  # noqa: E402
+from bench.lab import CHECKOUT, FLEET, lab_arguments, lab_home, serve_canary, sh  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-FLEET = str(ROOT / ".venv" / "bin" / "fleet")
 CHILD = "http://127.0.0.1:8081/"
 COST = re.compile(r"\((\d+\.\d) s, (\d+) dashboard and (\d+) guard request")
 
@@ -67,13 +63,9 @@ class Poller(threading.Thread):
 
 
 def main() -> None:
-    lab, scripts, out = lab_arguments(__doc__.splitlines()[0], ROOT / "bench" / "results" / "lab_revival.json")
-    home = Path(tempfile.mkdtemp(prefix="lab-revival-"))
+    lab, scripts, out = lab_arguments(__doc__.splitlines()[0], CHECKOUT / "bench" / "results" / "lab_revival.json")
+    home, env = lab_home(lab, "lab-revival")
     zips, reports = home / "zips", home / "reports"
-    env = {**os.environ, "LAB_DIR": str(lab), "FLEET_HOME": str(home)}
-    (home / "policy.yaml").write_text("min_age_days: 0\n")
-    settings = lab_dashboard(lab, home / "policy.yaml") | {"FLEET_REPORT_DIR": str(reports)}
-    (home / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
     server = serve_canary(scripts, zips, ("1.0", "1.2"))
     try:
         sh(f"{scripts}/canary/reset.sh", env)
