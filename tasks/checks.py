@@ -17,7 +17,13 @@ from fleet.pacing.call_sizing import CallSizer, Operation, Work
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.plan import SiteRecord
 from fleet.rules.site_errors import SiteErrorIndex, error_message
-from fleet.rules.sync_failures import SyncFailure, SyncFailures, known_offline, version_lost
+from fleet.rules.sync_failures import (
+    SyncFailure,
+    SyncFailures,
+    known_offline,
+    refused_since_a_failed_sync,
+    version_lost,
+)
 from tasks.batch_calls import BatchCall, send_batch_calls
 from tasks.progress import step_logger
 from tasks.retries import STEP_OPTIONS
@@ -102,7 +108,7 @@ async def revive_refused_sites(
         left, revived = await sync_again(client, answering, left, settings, sizer)
     lost = [by_id[site_id] for site_id in version_lost(left) if site_id in by_id]
     if lost:
-        reconnected, unanswered = await reconnect_sites(client, lost, settings)
+        reconnected, unanswered = await reconnect_sites(client, lost, left, settings)
         left |= unanswered
         left, more = await sync_again(client, reconnected, left, settings, sizer)
         revived |= more
@@ -120,8 +126,8 @@ async def sync_again(client: DashboardClient, sites: list[SiteRecord], failures:
     return {site_id: failure for site_id, failure in failures.items() if site_id not in ids} | again, ids - set(again)
 
 
-async def reconnect_sites(client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings,
-                          ) -> tuple[list[SiteRecord], SyncFailures]:
+async def reconnect_sites(client: DashboardClient, sites: list[SiteRecord], failures: SyncFailures,
+                          settings: PipelineSettings) -> tuple[list[SiteRecord], SyncFailures]:
     """Each site reconnected (MainWP's own repair for a lost connection record): those that answered, and why each
     other is still refused."""
 
@@ -134,8 +140,8 @@ async def reconnect_sites(client: DashboardClient, sites: list[SiteRecord], sett
 
     answers = await fan_out(sites, reconnect, settings.concurrency)
     return [site for site, error in answers if error is None], {
-        site.id: SyncFailure("reconnect_failed", "the dashboard refuses the site as having a MainWP Child older than "
-                             f"4.0.0 since a sync of it failed; reconnecting it failed: {error}")
+        site.id: SyncFailure("reconnect_failed", f"{refused_since_a_failed_sync(failures[site.id].message)}; "
+                             f"reconnecting it tonight failed: {error}")
         for site, error in answers if error is not None}
 
 

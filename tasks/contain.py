@@ -28,6 +28,7 @@ from fleet.rules.breakage import site_page
 from fleet.rules.execution import CallResult, JobOutcome
 from fleet.rules.plan import PlanItem, SiteRecord
 from fleet.rules.policy import Policy
+from fleet.rules.sync_failures import refused_since_a_failed_sync
 from fleet.visual.policy import ReviewMode
 from guard.client import GuardClient
 from guard.keys import GuardKeyMissing, load_keys
@@ -57,7 +58,7 @@ class DashboardSwitchboard:
         try:
             return {plugin.slug for plugin in await self.client.site_plugins(self.site.id) if plugin.active}
         except ChildOutdated as error:  # the dashboard cannot switch anything on it either
-            raise ChildUnreachable(lost_version(error)) from error
+            raise ChildUnreachable(refused_since_a_failed_sync(error)) from error
 
     async def deactivate(self, slugs: list[str]) -> None:
         await self._switch(self.client.deactivate_plugins, slugs)
@@ -72,7 +73,7 @@ class DashboardSwitchboard:
         except SiteOffline as error:  # the child did not answer (NOMAINWP, known offline, no connection to it)
             raise ChildUnreachable(str(error)) from error  # any other error is the dashboard's: containing it fails
         except ChildOutdated as error:
-            raise ChildUnreachable(lost_version(error)) from error
+            raise ChildUnreachable(refused_since_a_failed_sync(error)) from error
         if not answer.switched and answer.errors:  # every plugin failed: the child did not answer
             raise ChildUnreachable("; ".join(sorted({error.message or error.code for error in answer.errors})))
 
@@ -114,15 +115,8 @@ class DashboardSwitchboard:
             return None
         code = errors[0].code or ""
         if code.endswith("child_outdated"):
-            return code, lost_version(errors[0].message or code)
+            return code, refused_since_a_failed_sync(errors[0].message or code)
         return code, "; ".join(error.message or error.code for error in errors)
-
-
-def lost_version(error: object) -> str:
-    """Why the dashboard refuses a site as "child outdated" while a night contains it: a sync of it failed, which
-    on MainWP leaves its record of the MainWP Child at 0 until the site is reconnected (the child is not old)."""
-    return (f"the dashboard refuses every call on the site since a sync of it failed ({error}); the next night "
-            "reconnects it once its pages and MainWP Child answer again")
 
 
 async def probe_and_contain(

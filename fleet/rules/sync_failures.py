@@ -46,3 +46,10 @@ def refused(failures: SyncFailures) -> bool:
     """A sync was refused for what a failed sync left on the dashboard's records (known offline, the version lost):
     a site repaired since can be brought back."""
     return bool(known_offline(failures) or version_lost(failures))
+
+
+def refused_since_a_failed_sync(error: object) -> str:
+    """Why the dashboard refuses a site as "child outdated" although its child is not old: a sync of it failed,
+    which on MainWP leaves its record of the MainWP Child at 0 until the site is reconnected."""
+    return (f"the dashboard refuses every call on the site since a sync of it failed ({error}); a night reconnects "
+            "it once its pages and MainWP Child answer again")
