@@ -173,19 +173,30 @@ async def test_a_picked_dashboard_block_reaches_the_run(prefect_ui: PrefectUI, b
     page = await open_run_form(browser, prefect_ui, deployment)
     field = page.locator(".schema-form-property").filter(has_text="dashboard (Optional)").first
     await field.get_by_role("button", name="DashboardConnection", exact=True).click()
-    option = page.get_by_role("option", name="production", exact=True)
-    for _ in range(10):  # the saved blocks load after the picker appears: open it until they are listed
-        await field.locator(".p-select-button__control").click()
-        await page.keyboard.press("ArrowDown")
-        try:
-            await option.wait_for(timeout=2_000)
-            break
-        except Exception:
-            await page.keyboard.press("Escape")
-    await option.click()
+    await pick_block(page, field, "production")
     run = await submit_and_read(page, prefect_ui, deployment)
     assert run["parameters"]["dashboard"] == {"$ref": {"block_document_id": prefect_ui.block_id}}
     assert (run["parameters"]["email_block"], run["parameters"]["at"]) == (None, None)
+
+
+async def pick_block(page: Any, field: Any, name: str) -> None:
+    """Pick a saved block as a person does: open the picker until the saved blocks are listed (they load after it
+    appears), choose one, and wait until the picker shows it, picking again if it does not. CI once submitted this
+    form with no block after the option's click (a loaded machine); the picker shows the block's name a moment after
+    the click here, and only then is the pick sure to be the form's."""
+    control = field.locator(".p-select-button__control")
+    option = page.get_by_role("option", name=name, exact=True)
+    for _ in range(10):
+        await control.click()
+        await page.keyboard.press("ArrowDown")
+        try:
+            await option.wait_for(timeout=2_000)
+            await option.click()
+            await control.filter(has_text=name).wait_for(timeout=10_000)
+            return
+        except Exception:
+            await page.keyboard.press("Escape")
+    pytest.fail(f"the saved block {name!r} could not be picked: the picker shows {await control.inner_text()!r}")
 
 
 async def test_a_toast_over_the_submit_button_does_not_take_the_click(prefect_ui: PrefectUI, browser: Any) -> None:
