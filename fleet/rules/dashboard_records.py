@@ -4,22 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC
 
-from packaging.version import InvalidVersion, Version
-
 from dashboard import models
+from fleet.model.wordpress_version import older
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, SiteRecord, SiteStatus
 
-MINIMUM_CHILD_VERSION = Version("4.0.0")  # the dashboard refuses updates on older child plugins
+MINIMUM_CHILD_VERSION = "4.0.0"  # MainWP refuses to sync, list or update a site with an older child plugin
 # what MainWP records when an operator disconnects a site (its English words: a dashboard in another language
 # records its translation, and such a site is synced and reported disconnected, never reconnected by a night)
 MANUALLY_DISCONNECTED = "Manually disconnected"
 
 
 def child_too_old(version: str | None) -> bool:
-    try:
-        return version is not None and Version(version) < MINIMUM_CHILD_VERSION
-    except InvalidVersion:
-        return False
+    """As MainWP's `check_child_version` compares (`version_compare`); a version not recorded is not judged."""
+    return older(version, MINIMUM_CHILD_VERSION)
 
 
 def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
@@ -28,7 +25,8 @@ def site_record(site: models.Site, client_names: dict[int, str]) -> SiteRecord:
     if site.suspended or site.status == "suspended":
         status, reason = SiteStatus.suspended, "site is suspended on the dashboard"
     elif child_too_old(site.child_version):
-        status, reason = SiteStatus.child_too_old, f"child plugin {site.child_version} is older than 4.0.0"
+        status = SiteStatus.child_too_old
+        reason = f"child plugin {site.child_version} is older than {MINIMUM_CHILD_VERSION}"
     elif (site.sync_errors or "").strip() == MANUALLY_DISCONNECTED:  # the operator's decision: never reconnected
         status, reason = SiteStatus.disconnected, "disconnected by hand on the dashboard: reconnect it there to " \
                                                   "have it maintained again"

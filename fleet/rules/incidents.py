@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from packaging.version import InvalidVersion, Version
-
 from fleet.model.summary import ContainmentStatus, HealthCheck, Incident, SiteAlarm, UpdateType
+from fleet.model.wordpress_version import newer
 from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Decision, PlanItem
 
@@ -136,7 +135,7 @@ def fixed_releases(items: list[PlanItem], incidents: list[Incident]) -> list[Pla
                 and incident.culprit.type is UpdateType.plugin and incident.culprit.slug in incident.deactivated}
     return [item.model_copy(update={"last_good": _last_good(culprits[(item.site_id, item.slug)])}) for item in items
             if item.decision is Decision.apply and item.type is UpdateType.plugin and (item.site_id, item.slug)
-            in culprits and _newer(item.to_version, culprits[(item.site_id, item.slug)].culprit.to_version)]
+            in culprits and newer(item.to_version, culprits[(item.site_id, item.slug)].culprit.to_version)]
 
 
 def _last_good(incident: Incident) -> str | None:
@@ -161,13 +160,6 @@ def still_down_message(incidents: list[Incident], run_id: str, today: date) -> s
                       f"since run {i.opened_by}: {i.next_steps})" for i in incidents[:10])
     more = f" and {len(incidents) - 10} more" if len(incidents) > 10 else ""
     return f"run {run_id}: {len(incidents)} site(s) broken on earlier nights still down: {named}{more}"
-
-
-def _newer(offered: str | None, bad: str | None) -> bool:
-    try:
-        return Version(offered or "") > Version(bad or "")
-    except InvalidVersion:
-        return bool(offered) and offered != bad
 
 
 def _down(alarm: SiteAlarm, check: HealthCheck | None) -> bool:

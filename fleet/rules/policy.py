@@ -13,17 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from enum import StrEnum
-from functools import lru_cache
 from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
 import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from fleet.model.summary import Outcome, UpdateType
+from fleet.model.wordpress_version import VersionPin, release_numbers
 from fleet.rules.windows import Blackout, Windows
 from fleet.visual.policy import VisualPolicy
 
@@ -123,7 +121,7 @@ class Hold(_Strict):
     expires: date | None = Field(None, description="The hold lapses on this date.")
     pin: str | None = Field(None, description="Version specifier the item must stay within, e.g. `< 9.0`.")
     _ref: ItemRef = PrivateAttr()
-    _specifier: SpecifierSet | None = PrivateAttr(None)
+    _pin: VersionPin | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _parse(self) -> Hold:
@@ -131,11 +129,7 @@ class Hold(_Strict):
         if inline_pin and self.pin:
             raise ValueError("give the version pin either in `item` or in `pin`, not both")
         pin = inline_pin or self.pin
-        try:
-            specifier = SpecifierSet(pin.replace(" ", "")) if pin else None
-        except InvalidSpecifier:
-            raise ValueError(f"{pin!r} is not a version pin (e.g. `< 9.0` or `>=8.1,<9`)") from None
-        self._ref, self._specifier = ref, specifier
+        self._ref, self._pin = ref, VersionPin.parse(pin) if pin else None
         return self
 
     @property
@@ -143,20 +137,15 @@ class Hold(_Strict):
         return self._ref
 
     @property
-    def specifier(self) -> SpecifierSet | None:
-        return self._specifier
+    def version_pin(self) -> VersionPin | None:
+        return self._pin
 
     def active(self, today: date) -> bool:
         return self.expires is None or today < self.expires
 
     def holds_version(self, to_version: str | None) -> bool:
         """True when this hold stops an update to `to_version` (always, without a pin)."""
-        if self.specifier is None:
-            return True
-        try:
-            return not self.specifier.contains(Version(to_version or ""), prereleases=True)
-        except InvalidVersion:
-            return True  # a version we cannot compare cannot be shown to respect the pin
+        return self._pin is None or not self._pin.allows(to_version)
 
 
 class ItemRules(_Strict):
@@ -451,20 +440,12 @@ class PolicyDecision:
 _CHANGE_NAMES = ("major", "minor", "patch")
 
 
-@lru_cache(maxsize=4096)
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
 def version_change(from_version: str | None, to_version: str | None) -> SemverRule | None:
-    """The size of a version change (None when either version cannot be read)."""
-    old, new = _version(from_version or ""), _version(to_version or "")
-    if old is None or new is None:
+    """The size of a version change, on the leading numbers PHP reads in each (None when either has none)."""
+    old, new = release_numbers(from_version or ""), release_numbers(to_version or "")
+    if not old or not new:
         return None
-    old_parts, new_parts = (old.release + (0, 0, 0))[:3], (new.release + (0, 0, 0))[:3]
+    old_parts, new_parts = (old + (0, 0, 0))[:3], (new + (0, 0, 0))[:3]
     for index, name in enumerate(_CHANGE_NAMES):
         if old_parts[index] != new_parts[index]:
             return SemverRule(name)
@@ -523,7 +504,7 @@ class EffectiveRules:
             return PolicyDecision(Outcome.excluded, Rule.types, f"{type_} updates are turned off by the policy")
         for hold in self.holds:
             if hold.active(today) and hold.ref.matches(type_, slug, name) and hold.holds_version(to_version):
-                pin = f" (pinned {hold.specifier})" if hold.specifier else ""
+                pin = f" (pinned {hold.version_pin})" if hold.version_pin else ""
                 return PolicyDecision(Outcome.held, Rule.hold, f"held: {hold.reason}{pin}", hold.expires)
         if self.allow_list and not any(ref.matches(type_, slug, name) for ref in self.allow):
             return PolicyDecision(Outcome.excluded, Rule.allow_list, f"{label} is not on the policy's allow-list")

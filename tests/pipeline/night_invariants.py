@@ -35,7 +35,16 @@ from zoneinfo import ZoneInfo
 
 import yaml
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
 from typer.testing import CliRunner
 
 from cli.app import app
@@ -58,6 +67,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # a front-end fatal; fatal at load (fatal only when switched on, where it is off); a stylesheet gone while the pages
 # answer 200, seen only in the night's screenshots (the system Chromium: without it the kind is not drawn)
 KINDS = ("good", "break", "load", "visual") if chromium_path() else ("good", "break", "load")
+FAULTY = KINDS[1:]
+WHICH = st.sets(st.integers(0, 5), min_size=1, max_size=3)  # some of the sites that share the plugin, by position
 FAULT = {"good": None, "break": "break", "load": "load", "visual": None}
 VISUAL = {"visual": {"sitemap_pages": 0, "viewports": ["desktop"], "baseline_gap_seconds": 0}}  # the home page
 HELD_WITHOUT_EVIDENCE = 3  # nights a never-bad release may be withheld with no open incident naming it
@@ -114,6 +125,8 @@ class NightsMachine(RuleBasedStateMachine):
     after every step. A sequence shorter than `min_nights` nights ends with whole-fleet nights until it has them
     (the bench asks for 6)."""
 
+    releases = Bundle("releases")  # the plugin's versions offered so far, of every kind
+    good_releases = Bundle("good_releases")  # those a vulnerability can be fixed in
     min_nights = 0
     stop_at: float | None = None  # the bench's deadline (time.perf_counter()), after which no sequence starts
     timed_out = False
@@ -199,21 +212,27 @@ class NightsMachine(RuleBasedStateMachine):
         self.night(screenshots=False)
         self.clients = sorted({site.client for site in self.last.plan.sites if site.client})
 
-    @rule(kind=st.sampled_from(KINDS), which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
-    def offer(self, kind: str, which: set[int]) -> None:
+    @rule(targets=(releases, good_releases), which=WHICH)
+    def offer_a_good_release(self, which: set[int]) -> str:
+        return self.offer("good", which)
+
+    @rule(target=releases, kind=st.sampled_from(FAULTY), which=WHICH)
+    def offer_a_faulty_release(self, kind: str, which: set[int]) -> str:
+        return self.offer(kind, which)
+
+    def offer(self, kind: str, which: set[int]) -> str:
         """A new release (newer than every one before) reaches some sites: each site's own clock offers it."""
         version = f"100.{len(self.releases) + 1}.0"
         self.step(f"offer({kind!r}, {sorted(which)!r})  # {version}")
         self.releases[version] = Release(version, kind)
         self.reach(version, which)
         self.last = Step("change")
+        return version
 
-    @precondition(lambda self: bool(self.releases))
-    @rule(pick=st.integers(0, 20), which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
-    def offer_later(self, pick: int, which: set[int]) -> None:
+    @rule(version=releases, which=WHICH)
+    def offer_later(self, version: str, which: set[int]) -> None:
         """An earlier release reaches more sites nights later (their own update clocks, a window, a failed sync)."""
-        version = sorted(self.releases)[pick % len(self.releases)]
-        self.step(f"offer_later({pick}, {sorted(which)!r})  # {version}")
+        self.step(f"offer_later({version!r}, {sorted(which)!r})")
         self.reach(version, which)
         self.last = Step("change")
 
@@ -260,7 +279,7 @@ class NightsMachine(RuleBasedStateMachine):
             self.sites.append(added["id"])
         self.last = Step("change")
 
-    @rule(which=st.sets(st.integers(0, 5), min_size=1, max_size=3))
+    @rule(which=WHICH)
     def a_guard_installed(self, which: set[int]) -> None:
         """Fleet Guard installed on some sites (MainWP's bulk upload), built with the home's key: a release fatal at
         load on them is revived by the night."""
@@ -299,13 +318,10 @@ class NightsMachine(RuleBasedStateMachine):
                                          else str(self.home / "no-such-feed.json"))
         self.last = Step("change")
 
-    @precondition(lambda self: any(r.kind == "good" for r in self.releases.values()))
-    @rule(pick=st.integers(0, 20))
-    def a_vulnerability_published(self, pick: int) -> None:
+    @rule(fix=good_releases)
+    def a_vulnerability_published(self, fix: str) -> None:
         """The feed publishes a vulnerability in every version of the plugin below a good release, fixed by it."""
-        good = sorted(version for version, release in self.releases.items() if release.kind == "good")
-        fix = good[pick % len(good)]
-        self.step(f"a_vulnerability_published({pick})  # fixed in {fix}")
+        self.step(f"a_vulnerability_published({fix!r})")
         major, minor, _ = fix.split(".")
         self.http.post("/__emulator__/vulnerabilities/publish", json={
             "type": "plugin", "slug": self.slug, "to_version": f"{major}.{int(minor) - 1}.999",
@@ -348,12 +364,24 @@ class NightsMachine(RuleBasedStateMachine):
         self.post("faults/lost-answers", {"call": "sync-sites-v1", "times": 1})
         self.night()
 
-    @precondition(lambda self: bool(self.releases))  # something to apply: a night with nothing to do is not killed
-    @rule(after=st.integers(1, 4), in_flight=st.booleans())
-    def a_night_killed(self, after: int, in_flight: bool) -> None:
+    @rule(targets=(releases, good_releases), after=st.integers(1, 4), in_flight=st.booleans(), which=WHICH)
+    def a_night_killed(self, after: int, in_flight: bool, which: set[int]) -> MultipleResults[str]:
         """`fleet nightly` killed with SIGKILL (a reboot, an OOM kill) once it applied `after` updates; `in_flight`:
-        while the answer of an update call that did its work is lost (the night waits for the sites to be quiet)."""
-        self.step(f"a_night_killed({after}, {in_flight})")
+        while the answer of an update call that did its work is lost (the night waits for the sites to be quiet).
+        A fleet with fewer updates pending than `after` is offered a good release on the sites `which` first: a
+        night with nothing to apply ends before it can be killed (of 215 sequences drawn without this, one killed)."""
+        pending = sum(len(site["pending_updates"]) for site in self.truth()["sites"].values())
+        version = f"100.{len(self.releases) + 1}.0"
+        offered = pending < after
+        self.step(f"a_night_killed({after}, {in_flight}, {sorted(which)!r})"
+                  + (f"  # {pending} pending: good {version} offered first" if offered else ""))
+        if offered:
+            self.releases[version] = Release(version, "good")
+            self.reach(version, which)
+        self.kill_a_night(after, in_flight)
+        return multiple(version) if offered else multiple()
+
+    def kill_a_night(self, after: int, in_flight: bool) -> None:
         before = self.truth()
         if in_flight:
             self.post("faults/lost-answers", {"call": "run-updates-v1", "times": 1})

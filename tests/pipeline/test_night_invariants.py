@@ -47,7 +47,7 @@ def test_a_visual_break_is_held_for_a_lagging_site_and_checked_on_every_night() 
             state.check_all()  # as Hypothesis checks every invariant after each step
         release = state.releases["100.1.0"]
         assert release.first_broke == 2 and release.broke == {state.sites[0], state.sites[1]}
-        for step in (lambda: state.a_night("whole", 0), lambda: state.offer_later(0, {2}),
+        for step in (lambda: state.a_night("whole", 0), lambda: state.offer_later("100.1.0", {2}),
                      lambda: state.a_night("whole", 0)):
             step()
             state.check_all()
@@ -66,8 +66,8 @@ def test_a_night_killed_on_one_dashboard_then_the_service_goes_on() -> None:
     state = NightsMachine()
     try:
         for step in (state.a_first_whole_fleet_night, lambda: state.offer("good", {0, 1, 2, 3}),
-                     lambda: state.a_night_killed(1, True), state.a_night_on_another_dashboard,
-                     lambda: state.a_vulnerability_published(0), state.a_security_run,
+                     lambda: state.a_night_killed(1, True, {0}), state.a_night_on_another_dashboard,
+                     lambda: state.a_vulnerability_published("100.1.0"), state.a_security_run,
                      lambda: state.a_night("whole", 0)):
             step()
             state.check_all()
