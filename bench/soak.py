@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from email import message_from_bytes, policy
+from functools import cmp_to_key
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,6 @@ if sys.path[0] == str(Path(__file__).resolve().parent):  # run as a script: benc
 
 import httpx  # noqa: E402 - after the path fix above
 from aiosmtpd.controller import Controller  # noqa: E402
-from packaging.version import InvalidVersion, Version  # noqa: E402
 
 from cli.demo import dashboard_environment  # noqa: E402
 from cli.local_prefect import LocalPrefectServer, command_path, stop_process_group  # noqa: E402
@@ -63,6 +63,7 @@ from emulator.config import EmulatorConfig  # noqa: E402
 from emulator.testing import EmulatorServer, free_port  # noqa: E402
 from fleet.engine.estate import find_run_dir  # noqa: E402
 from fleet.model.summary import Outcome, Summary  # noqa: E402
+from fleet.model.wordpress_version import version_compare  # noqa: E402
 
 NIGHTLY = ("nightly-maintenance", "nightly")
 ON_TIME_SECONDS = 30.0  # the runner's 10 s poll, the flow process's start-up, and slack for a busy machine
@@ -220,18 +221,11 @@ class FleetView:
     def newest(self, kind: str, slug: str) -> str:
         """The newest version of an item anywhere in the fleet, installed or offered."""
         found = [v for (_, k, sl), v in (*self.versions.items(), *self.offers.items()) if (k, sl) == (kind, slug)]
-        return max(found, key=sort_key)
-
-
-def sort_key(version: str) -> Version:
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return Version("0")
+        return max(found, key=cmp_to_key(version_compare))
 
 
 def newer(a: str, b: str) -> bool:
-    return sort_key(a) > sort_key(b)
+    return version_compare(a, b) > 0
 
 
 def next_patch(version: str) -> str:
@@ -356,7 +350,8 @@ class FleetScript:
             for slug in items:
                 mine = [r for r in self.releases if (r.type, r.slug) == (kind, slug)]
                 if mine:  # a site new to the dashboard has looked for releases lately: it is offered the newest
-                    max(mine, key=lambda r: sort_key(r.version)).reaches[site_id] = night
+                    newest = max(mine, key=cmp_to_key(lambda a, b: version_compare(a.version, b.version)))
+                    newest.reaches[site_id] = night
         return f"site {site_id} added (client {client or 'none'}), {sum(len(site[k]) for k in ('plugins', 'themes'))}" \
                " plugins and themes"
 
