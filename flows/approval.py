@@ -13,8 +13,9 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
+from fleet.model.keys import item_key
 from fleet.model.summary import ApprovalRecord
-from fleet.rules.approval import ApprovalAnswer, item_key
+from fleet.rules.approval import ApprovalAnswer
 from fleet.rules.plan import Plan, PlanItem
 
 POLL_SECONDS = 5

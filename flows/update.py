@@ -22,7 +22,7 @@ from prefect.utilities.annotations import quote
 
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
-from fleet.engine.containment import ItemKey, held_items
+from fleet.engine.containment import held_items
 from fleet.engine.interrupted import account_interrupted, touched_sites
 from fleet.engine.lanes import Lane, split_into_lanes, way_back_lane
 from fleet.engine.memory import NightMemory
@@ -38,6 +38,7 @@ from fleet.engine.night import (
     worked_on,
 )
 from fleet.engine.visual_watch import VisualWatch
+from fleet.model.keys import ItemKey, item_key
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ApprovalRecord, Item, ReportClient, Selection, Summary, UpdateType, run_suffix
 from fleet.pacing.fan_out import fan_out
@@ -188,7 +189,7 @@ async def run_lane(
     if night.visual is not None:  # what the next night compares its list with, to carry the pages' shots
         night.visual.lane_settled(lane.site_ids, after)
     not_sent = held.keys() | gated
-    sent = [item for item in lane.items if (item.site_id, item.type, item.slug) not in not_sent]
+    sent = [item for item in lane.items if item_key(item) not in not_sent]
     result.items = await reconcile_task.with_options(task_run_name=f"reconcile-{lane.label}")(
         quote(sent), quote(lane.sites), quote(calls), quote(result.jobs), quote(failures), quote(after))
     result.items += held_items(lane.items, lane.sites, held)
@@ -239,9 +240,9 @@ async def take_the_way_back(
     get_run_logger().info("the way back: %d fixed release(s) of deactivated culprits, each on its site alone",
                           len(fixed))
     night.done.add(await run_lane(client, way_back_lane(plan, fixed), night, settings, request.run_checks))
-    taken = {(item.site_id, item.type, item.slug) for item in fixed}
+    taken = {item_key(item) for item in fixed}
     return plan.model_copy(update={"items": [item for item in plan.items
-                                             if (item.site_id, item.type, item.slug) not in taken]})
+                                             if item_key(item) not in taken]})
 
 
 async def run_cohorts(

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 import numpy as np
 import pandas as pd
 
+from fleet.model.keys import offered_key
 from fleet.model.summary import (
     DRY_RUN_RULE,
     ApprovalRecord,
@@ -402,7 +403,7 @@ def alarms(found: list[SiteAlarm], client: str | None, holds: list[NightHold] = 
               [UpdatedItem(s.type, clean(s.name or s.slug, 120), _version(s.from_version), _version(s.to_version),
                            True) for s in alarm.suspects],
               [f"{clean(s.name or s.slug, 120)} {_version(s.to_version)}" for s in alarm.suspects
-               if (s.type, s.slug, s.to_version) in held],
+               if offered_key(s) in held],
               clean(alarm.containment.headline, 200) if alarm.containment and alarm.containment.headline != "broken"
               else "",
               clean(alarm.containment.next_steps, 400) if alarm.containment else "",

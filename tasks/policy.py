@@ -8,12 +8,13 @@ from datetime import datetime
 from prefect import task
 
 from fleet.engine.vulnerability_review import NightSecurity
+from fleet.model.keys import VersionKey, offered_key
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Incident, Selection
 from fleet.rules.plan import DetectedUpdate, IgnoreEntry, Plan, SiteRecord, SiteStatus, build_plan
 from fleet.rules.policy import Policy
 from fleet.state.first_seen import FirstSeenStore
-from fleet.state.holds import Evidence, HoldStore, VersionKey, hold_remembered, hold_rolled_back, pick_canaries
+from fleet.state.holds import Evidence, HoldStore, hold_remembered, hold_rolled_back, pick_canaries
 from fleet.state.incidents import IncidentStore
 from tasks.retries import STEP_OPTIONS
 
@@ -64,12 +65,12 @@ def night_evidence(plan: Plan, sites: list[SiteRecord], selection: Selection, op
     for incident in open_incidents:
         for suspect in ([incident.culprit] if incident.culprit else []) + incident.suspects:
             if suspect.to_version:
-                named.setdefault((suspect.type, suspect.slug, suspect.to_version), []).append(incident.id)
+                named.setdefault(offered_key(suspect), []).append(incident.id)
     with_culprit = [incident for incident in every_incident if incident.culprit and incident.culprit.to_version]
-    cleared = {(s.type, s.slug, s.to_version or "") for incident in with_culprit for s in incident.suspects
+    cleared = {offered_key(s) for incident in with_culprit for s in incident.suspects
                if s.to_version and (s.type, s.slug) != (incident.culprit.type, incident.culprit.slug)}
     return Evidence(
-        offered=frozenset((item.type, item.slug, item.to_version or "") for item in plan.items),
+        offered=frozenset(offered_key(item) for item in plan.items),
         whole_fleet=selection.covers_every_site and all(
             site.status is SiteStatus.online and site.deferral is None for site in sites),
         named={key: sorted(set(ids)) for key, ids in named.items()},

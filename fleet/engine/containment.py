@@ -8,12 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fleet.engine.site_probe import ProbeResult
-from fleet.model.summary import Containment, Item, Outcome, SiteLook, UpdateType
+from fleet.model.keys import ItemKey, VersionKey, item_key, offered_key
+from fleet.model.summary import Containment, Item, Outcome, SiteLook
 from fleet.rules.plan import Decision, PlanItem, SiteRecord
 from fleet.rules.reconcile import summary_item
-
-VersionKey = tuple[UpdateType, str, str]  # (type, slug, version)
-ItemKey = tuple[int, UpdateType, str]  # (site id, type, slug)
 
 
 def newly_broken(before: dict[int, ProbeResult], after: dict[int, ProbeResult]) -> set[int]:
@@ -45,14 +43,14 @@ class TonightsBreaks:
         self.sites[site_id] = step
         for item in applied:
             if item.to_version:
-                self.versions.setdefault((item.type, item.slug, item.to_version), site_name)
+                self.versions.setdefault(offered_key(item), site_name)
 
     def why_not_sent(self, item: PlanItem) -> str | None:
         """Why `item` must not be sent now, or None."""
         if item.site_id in self.sites:
             return (f"not sent: the site failed its home-page probe after tonight's {self.sites[item.site_id]} "
                     "updates, so nothing more was sent to it")
-        broke = self.versions.get((item.type, item.slug, item.to_version or ""))
+        broke = self.versions.get(offered_key(item))
         if broke is not None:
             return f"held tonight: version {item.to_version} broke {broke} earlier in this night"
         return None
@@ -64,16 +62,16 @@ class TonightsBreaks:
                         held={})
         for item in items:
             why = self.why_not_sent(item)
-            review = (self.reviews.get((item.type, item.slug, item.to_version or ""))
+            review = (self.reviews.get(offered_key(item))
                       if why is None and not item.approved_by else None)  # approved: a person saw the change
             if why is None and review is None:
                 kept.sent.append(item)
                 continue
             if review is not None:  # a person looks at the images first, at the night's approval gate
                 item.decision, item.reason = Decision.awaiting_approval, review
-                kept.gated.add((item.site_id, item.type, item.slug))
+                kept.gated.add(item_key(item))
             else:
-                kept.held[(item.site_id, item.type, item.slug)] = why or ""
+                kept.held[item_key(item)] = why or ""
             kept.untouchable.setdefault(item.site_id, []).append(item.slug)
         return kept
 
@@ -81,7 +79,7 @@ class TonightsBreaks:
         """Items waiting at the gate for the policy's own reasons are told when their version changed how a site
         looks tonight, so that the person approving them knows."""
         for item in waiting:
-            review = self.reviews.get((item.type, item.slug, item.to_version or ""))
+            review = self.reviews.get(offered_key(item))
             if review and review not in (item.reason or ""):
                 item.reason = f"{item.reason}; {review}" if item.reason else review
 
@@ -92,7 +90,7 @@ class TonightsBreaks:
         where = f" (see {page.diff})" if page is not None and page.diff else ""
         for item in applied:
             if item.to_version:
-                self.reviews.setdefault((item.type, item.slug, item.to_version),
+                self.reviews.setdefault(offered_key(item),
                                         f"version {item.to_version} changed how {look.site_name} looks: "
                                         f"{look.headline}{where}")
 
@@ -109,6 +107,6 @@ class TonightsBreaks:
 def held_items(items: list[PlanItem], sites: list[SiteRecord], held: dict[ItemKey, str]) -> list[Item]:
     """The summary's rows of the items tonight's breaks kept back."""
     by_id = {site.id: site for site in sites}
-    return [summary_item(item, by_id[item.site_id], Outcome.held, held[(item.site_id, item.type, item.slug)],
+    return [summary_item(item, by_id[item.site_id], Outcome.held, held[item_key(item)],
                          rule="broken_tonight")
-            for item in items if (item.site_id, item.type, item.slug) in held]
+            for item in items if item_key(item) in held]

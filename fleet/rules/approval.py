@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleet.model.keys import ItemKey, item_key
 from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem
 from fleet.rules.policy import Approval, Rule
-
-ItemKey = tuple[int, str, str]  # (site id, type, slug)
 
 
 @dataclass
@@ -27,10 +26,6 @@ class ApprovalAnswer:
 
 def awaiting(plan: Plan) -> list[PlanItem]:
     return [item for item in plan.items if item.decision is Decision.awaiting_approval]
-
-
-def item_key(item: PlanItem) -> ItemKey:
-    return item.site_id, item.type.value, item.slug
 
 
 def settle(plan: Plan, answer: ApprovalAnswer) -> Plan | None:

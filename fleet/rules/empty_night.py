@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from fleet.model.keys import item_key
 from fleet.model.summary import Outcome, Summary
 from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Plan
@@ -28,7 +29,7 @@ def nothing_done(summary: Summary, plan: Plan, sync_asked: int, synced: int) -> 
         return f"it synced none of the {sync_asked} site(s) it had to sync{why}"
     to_apply = {item.key for item in plan.to_apply()}
     ended = [item for item in summary.items
-             if (item.site_id, item.type, item.slug) in to_apply and item.applied_by_run is None]
+             if item_key(item) in to_apply and item.applied_by_run is None]
     if ended and all(item.outcome in NOT_DONE for item in ended):
         reasons = Counter((item.reason or item.outcome.value).split(":", 1)[0] for item in ended)
         top, count = reasons.most_common(1)[0]

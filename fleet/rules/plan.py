@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
+from fleet.model.keys import ItemKey, item_key
 from fleet.model.release import UpdateKey
 from fleet.model.summary import Outcome, Record, Selection, UpdateType
 from fleet.model.vulnerability import ItemSecurity
@@ -83,8 +84,8 @@ class DetectedUpdate(Record):
     rolled_back: bool = False  # MainWP remembers WordPress rolling `to_version` back on this site
 
     @property
-    def key(self) -> tuple[int, UpdateType, str]:
-        return self.site_id, self.type, self.slug
+    def key(self) -> ItemKey:
+        return item_key(self)
 
     @property
     def release(self) -> UpdateKey:
@@ -237,7 +238,7 @@ def build_plan(
     ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
     for entry in ignored:
         if entry.site_id in by_id:
-            ignores.setdefault((entry.site_id, entry.type, entry.slug), entry)
+            ignores.setdefault(item_key(entry), entry)
     items: list[PlanItem] = []
     rules: dict[OverrideNames, EffectiveRules] = {}
     seen: set[tuple[int, UpdateType, str]] = set()

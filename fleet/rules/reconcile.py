@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from fleet.model.keys import item_key
 from fleet.model.summary import DRY_RUN_RULE, Item, Outcome
 from fleet.rules.execution import CallResult, ItemReport, JobOutcome
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
@@ -78,14 +79,14 @@ class _Evidence:
                 reports += self.job_by_id[call.job_id].reports
         for report in reports:
             if report.slug is not None and report.type is not None:
-                key = (report.site_id, report.type, report.slug)
+                key = item_key(report)
                 if not report.ok or key not in self.item_reports:
                     self.item_reports[key] = report
             elif not report.ok:
                 self.site_errors[(report.site_id, report.type)].append(report.message or "error")
 
     def error_for(self, item: PlanItem) -> str | None:
-        report = self.item_reports.get((item.site_id, item.type, item.slug))
+        report = self.item_reports.get(item_key(item))
         if report is not None and not report.ok:
             return report.message or "the dashboard reported an error"
         messages = self.site_errors.get((item.site_id, item.type)) or self.site_errors.get((item.site_id, None))
@@ -111,9 +112,9 @@ def reconcile(
     for item in items:
         site = sites[item.site_id]
         error = evidence.error_for(item)
-        now = fresh.get((item.site_id, item.type, item.slug))
+        now = fresh.get(item_key(item))
         if item.site_id in resync_errors:
-            report = evidence.item_reports.get((item.site_id, item.type, item.slug))
+            report = evidence.item_reports.get(item_key(item))
             if error:
                 results.append(summary_item(item, site, Outcome.failed, error))
             elif report is not None and report.ok and report.old_version:  # the only evidence left: keep it
@@ -131,7 +132,7 @@ def reconcile(
             note = f"the version moved although an error was reported: {error}" if error else None
             results.append(summary_item(item, site, Outcome.updated, note, to_version=to_version, rule=None))
             continue
-        call = (evidence.call_by_item.get((item.site_id, item.type, item.slug))
+        call = (evidence.call_by_item.get(item_key(item))
                 or evidence.call_by_site.get((item.site_id, item.type)))
         results.append(summary_item(item, site, *_not_moved(item, error, call, evidence)))
     return results
@@ -155,7 +156,7 @@ def _not_moved(
     if call.job_id and (job is None or not job.finished or job.job.status == "failed"):
         why = job.job.reason if job is not None and job.job.reason else "the job did not finish"
         return Outcome.unknown, f"batch job {call.job_id}: {why}"
-    report = evidence.item_reports.get((item.site_id, item.type, item.slug))
+    report = evidence.item_reports.get(item_key(item))
     if report is not None and report.ok:
         installed = " (it said nothing was installed)" if report.old_version == "" else ""
         return Outcome.unchanged, f"reported updated but the version did not move{installed}"

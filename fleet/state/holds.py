@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from fleet.model.keys import VersionKey, offered_key
 from fleet.model.summary import ContainmentStatus, HoldKind, NightHold, Outcome, Summary, UpdateType
 from fleet.rules.plan import Decision, DetectedUpdate, PlanItem
 from fleet.rules.policy import ItemRef, Rule
 from fleet.state.database import open_state_db
-
-VersionKey = tuple[UpdateType, str, str]  # (type, slug, version)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS night_holds (
@@ -219,7 +218,7 @@ class HoldStore:
 
 
 def key_values(key: VersionKey) -> tuple[str, str, str]:
-    return (key[0].value, key[1], key[2])
+    return (str(key[0]), key[1], key[2])
 
 
 def ending(hold: NightHold, evidence: Evidence) -> str:
@@ -250,7 +249,7 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
         for suspect in applied:
             is_culprit = len(applied) == 1 or (culprit is not None and (culprit.type, culprit.slug)
                                                == (suspect.type, suspect.slug))
-            key = (suspect.type, suspect.slug, suspect.to_version or "")
+            key = offered_key(suspect)
             known = found.get(key)
             if known is not None and (known.kind is HoldKind.culprit or not is_culprit):
                 continue
@@ -262,9 +261,9 @@ def bad_versions(summary: Summary, failures_to_hold: int, today: date) -> list[N
     if failures_to_hold:
         failed = [item for item in summary.items if item.to_version and (
             item.outcome is Outcome.failed or item.rule == Rule.rolled_back)]  # a remembered rollback failed there
-        counts = Counter((item.type, item.slug, item.to_version) for item in failed)
+        counts = Counter(offered_key(item) for item in failed)
         for item in failed:
-            key = (item.type, item.slug, item.to_version or "")
+            key = offered_key(item)
             if counts[key] >= failures_to_hold and key not in found:
                 found[key] = NightHold(type=item.type, slug=item.slug, name=item.name, version=item.to_version or "",
                                        reason=f"failed on {counts[key]} sites: {item.reason or 'no reason given'}",
@@ -280,7 +279,7 @@ def pick_canaries(items: list[PlanItem], holds: list[NightHold], cleared: frozen
     chosen: dict[VersionKey, Canary] = {}
     busy: set[int] = set()  # one canary per site, so that a break names its version
     for item in sorted(items, key=lambda item: item.site_id):
-        key = (item.type, item.slug, item.to_version or "")
+        key = offered_key(item)
         if key in ready and key not in chosen and item.decision is Decision.apply and item.site_id not in busy:
             chosen[key] = Canary(key, item.site_id)
             busy.add(item.site_id)
@@ -293,7 +292,7 @@ def hold_remembered(items: list[PlanItem], holds: list[NightHold], canaries: lis
     trying = {(canary.site_id, *canary.key) for canary in canaries}
     decided = []
     for item in items:
-        hold = by_version.get((item.type, item.slug, item.to_version or ""))
+        hold = by_version.get(offered_key(item))
         if hold is not None and item.decision is Decision.apply:
             if (item.site_id, item.type, item.slug, item.to_version or "") in trying:
                 item = item.model_copy(update={"reason": f"a canary: held elsewhere as a suspect since "
@@ -314,10 +313,10 @@ def hold_rolled_back(items: list[PlanItem], pending: list[DetectedUpdate]) -> li
     where: dict[VersionKey, set[int]] = {}
     for update in pending:
         if update.rolled_back and update.to_version:
-            where.setdefault((update.type, update.slug, update.to_version), set()).add(update.site_id)
+            where.setdefault(offered_key(update), set()).add(update.site_id)
     decided = []
     for item in items:
-        sites = where.get((item.type, item.slug, item.to_version or ""))
+        sites = where.get(offered_key(item))
         if sites and item.decision is Decision.apply:
             here = item.site_id in sites
             item = item.model_copy(update={
