@@ -5,7 +5,8 @@ front-end fatal, fatal at load or a visual break offered to some sites and to ot
 selections, dry runs, a lost answer, a site that cannot be synced, a blackout; nights killed with SIGKILL, after a
 write or while its answer is lost; hourly security runs after a vulnerability is published; nights of a second
 dashboard in the same home; sites removed and added; the feed's setting broken and corrected; the policy's windows
-changed; Fleet Guard installed on some sites; repairs by hand, holds released), each night through `fleet nightly`
+changed, a window closing on work the dashboard has synced; Fleet Guard installed on some sites; repairs by
+hand, holds released), each night through `fleet nightly`
 against a fresh emulator on a real socket, on a Prefect test server. Every violation is counted (not only the
 first) with the promise it broke and the sequence that led to it.
 

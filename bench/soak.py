@@ -619,7 +619,13 @@ def wait_for_night(runs: PrefectRuns, deployment: str, seen: list[str], after: s
     is returned as it is then. None: the server scheduled none within three intervals."""
     waiting_since = time.time()
     while True:
-        run = runs.next_run(deployment, seen, after)
+        try:
+            run = runs.next_run(deployment, seen, after)
+        except httpx.TransportError:  # a busy server (a loaded suite's: 30 s without an answer) is asked again
+            if time.time() - waiting_since > NIGHT_LIMIT * interval:
+                raise
+            time.sleep(2)
+            continue
         now = time.time()
         if run is None:
             if now - waiting_since > 3 * interval:

@@ -8,7 +8,8 @@ a dry run, a lost answer, a site that cannot be synced, a blackout), a night kil
 write, or while a write's answer is lost), an hourly security run after a vulnerability is published, a night
 against a second dashboard in the same home, a site removed from the dashboard or added to it, the feed's setting
 broken and corrected, the policy's windows changed (open, closed, on one client or all, in a zone whose day is
-another), a repair by hand, a hold released. Each promise is an `@invariant()` checked after every step, from the
+another), a window closing on work the dashboard has synced, a repair by hand, a hold released. Releases are drawn
+from a `Bundle`, so a failing sequence names them. Each promise is an `@invariant()` checked after every step, from the
 emulator's ground truth, the summaries, the dashboard's memory, `fleet runs` and the operator's report, and names
 itself when it breaks. `test_night_invariants.py` runs a few sequences in CI; `bench/invariants.py` runs hundreds
 and counts them. A failing sequence prints as Python that replays it as a plain test (`state = NightsMachine();
@@ -309,6 +310,22 @@ class NightsMachine(RuleBasedStateMachine):
         self.step(f"the_policy_changed({windows!r}, {zone!r}, {security_windows})")
         self.windows, self.zone, self.security_windows = windows, zone, security_windows
         self.last = Step("change")
+
+    @rule(targets=(releases, good_releases), zone=st.sampled_from(ZONES), which=WHICH)
+    def a_window_closes_on_offered_work(self, zone: str, which: set[int]) -> MultipleResults[str]:
+        """Work the dashboard knows of when the sites' window closes: a good release offered and synced by the
+        dashboard itself (its daily sync, an operator's click), then every window closed in `zone`, and the night
+        defers it. A night syncs no site outside its window: a release offered while the windows are closed is not
+        known to it, so without this rule 215 sequences checked no deferral."""
+        version = self.offer("good", which)
+        self.step(f"a_window_closes_on_offered_work({zone!r}, {sorted(which)!r})  # {version}")
+        key = self.server.credentials["api_keys"]["read_write"]
+        for site in sorted({self.sites[index % len(self.sites)] for index in which}):
+            self.http.post(f"/wp-json/{self.server.config.namespace}/v2/sites/{site}/sync", timeout=60,
+                           headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+        self.the_policy_changed("all-closed", zone, self.security_windows)
+        self.night()
+        return multiple(version)
 
     @rule(right=st.booleans())
     def the_feed_setting_changed(self, right: bool) -> None:
