@@ -8,7 +8,8 @@ from prefect import task
 from fleet.model.events import held_events
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import NightHold, Summary
-from fleet.state.holds import HoldStore, bad_versions
+from fleet.rules.holds import bad_versions
+from fleet.state.holds import HoldStore
 from tasks.events import emit
 from tasks.retries import STEP_OPTIONS
 

@@ -20,11 +20,12 @@ from fleet.engine.vulnerability_review import (
 )
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
+from fleet.rules.holds import hold_remembered
 from fleet.rules.plan import Decision, DetectedUpdate, SiteRecord, SiteStatus, build_plan, fixes_only
 from fleet.rules.policy import Policy
 from fleet.rules.windows import place_in_windows
 from fleet.state.first_seen import FirstSeenStore
-from fleet.state.holds import HoldStore, hold_remembered
+from fleet.state.holds import HoldStore
 from tasks.detect import detect_updates, load_fleet
 from tasks.ignores import load_ignores
 from tasks.retries import STEP_OPTIONS

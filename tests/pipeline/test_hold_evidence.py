@@ -8,8 +8,9 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from fleet.model.summary import HoldKind, NightHold, UpdateType
+from fleet.rules.holds import Evidence, hold_remembered, pick_canaries
 from fleet.rules.plan import Decision, PlanItem
-from fleet.state.holds import Evidence, HoldStore, hold_remembered, pick_canaries
+from fleet.state.holds import HoldStore
 
 DAY = date(2026, 11, 2)
 KEY = (UpdateType.plugin, "lab-canary/lab-canary.php", "1.3")

@@ -121,7 +121,7 @@ def test_a_client_reads_held_and_skipped_items_without_another_clients_site_or_a
     from datetime import date
 
     from fleet.model.summary import SiteAlarm, Suspect
-    from fleet.state.holds import bad_versions
+    from fleet.rules.holds import bad_versions
     from reporting.run_report import render_reports
     from tests.reporting.builder import build_summary
 
