@@ -19,7 +19,7 @@ from fleet.model.release import UpdateKey
 from fleet.model.summary import Outcome, Record, Selection, UpdateType
 from fleet.model.vulnerability import ItemSecurity
 from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule, SecurityLane
-from fleet.rules.vulnerabilities import urgent_fix
+from fleet.rules.security_lane import ROUTINE, lane_pass, urgent_fix
 from fleet.rules.windows import Deferral
 
 
@@ -229,10 +229,8 @@ def build_plan(
 ) -> Plan:
     """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`.
 
-    The security lane (`security`: each item's class against the vulnerability feed): an update that fixes a
-    vulnerability at or above the policy's `security` threshold goes past a closed maintenance window and past
-    `min_age_days` (unless `security:` keeps them), never past a blackout, a hold, an ignore rule or the semver
-    rule; its site is then no longer deferred."""
+    `security` (each item's class against the vulnerability feed) puts the fixes in the security lane
+    (`fleet.rules.security_lane`): past a closed window (its site then no longer deferred) and `min_age_days`."""
     today = (planned_for or created_at).date()
     by_id = {site.id: site for site in sites}
     ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
@@ -243,7 +241,6 @@ def build_plan(
     rules: dict[OverrideNames, EffectiveRules] = {}
     seen: set[tuple[int, UpdateType, str]] = set()
     opened: set[int] = set()  # deferred sites a security fix goes to tonight
-    lane = policy.security
     for update in pending:
         site = by_id.get(update.site_id)
         if site is None or update.key in seen:
@@ -253,11 +250,9 @@ def build_plan(
         if entry is not None and entry.covers(update.to_version):
             items.append(_ignored(update, entry))
             continue
-        fix = urgent_fix(security.get((update.site_id, update.type.value, update.slug)), lane) if security else None
-        past_window = (fix is not None and site.deferral is not None and not lane.windows
-                       and not site.deferral.reason.startswith("blackout"))
-        if site.deferral is not None and not past_window:
-            rule = Rule.blackout if site.deferral.reason.startswith("blackout") else Rule.window
+        fast = lane_pass(security.get(update.key), site.deferral, policy.security) if security else ROUTINE
+        if site.deferral is not None and not fast.past_window:
+            rule = Rule.blackout if site.deferral.blackout else Rule.window
             items.append(PlanItem(**update.model_dump(), decision=Decision.deferred, rule=rule,
                                   reason=site.deferral.explained, opens_at=site.deferral.opens_at))
             continue
@@ -289,13 +284,11 @@ def build_plan(
             first_seen.get(update.release, today),
             today,
         )
-        if fix is not None and verdict is not None and verdict.rule is Rule.min_age and not lane.min_age:
-            verdict = None  # a security fix does not wait for the release to age
-        gate = policy.approval.needs(update.type, update.slug, update.name, update.from_version,
-                                     update.to_version, site.tags) if policy.approval else None
-        if fix is not None and lane.approval:
-            gate = f"a security fix ({fix}): the policy's security.approval asks a person"
-        if verdict is None and past_window:
+        if verdict is not None and verdict.rule is Rule.min_age and fast.past_min_age:
+            verdict = None
+        gate = fast.approval or (policy.approval.needs(update.type, update.slug, update.name, update.from_version,
+                                                       update.to_version, site.tags) if policy.approval else None)
+        if verdict is None and fast.past_window:
             opened.add(site.id)
         if verdict is None and gate is not None:
             items.append(PlanItem(**update.model_dump(), decision=Decision.awaiting_approval, rule=Rule.approval,
@@ -323,7 +316,7 @@ def build_plan(
     if opened:
         sites = [site.model_copy(update={"deferral": None}) if site.id in opened else site for site in sites]
     for item in items if security else ():  # plan.json says what each update fixes or leaves open
-        item.security = security.get((item.site_id, item.type.value, item.slug))
+        item.security = security.get(item_key(item))
     return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
                 sites=sites, items=items)
 

@@ -17,7 +17,6 @@ from fleet.model.vulnerability import (
     Vulnerability,
 )
 from fleet.model.wordpress_version import plain_numbers, version_compare
-from fleet.rules.policy import SecurityLane
 
 FEED_TYPES = {"plugin": "plugin", "theme": "theme", "core": "core"}  # the dashboard's update types the feed covers
 
@@ -143,13 +142,3 @@ def classify(type_: str, slug: str, installed: str | None, offered: str | None,
              feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> ItemSecurity:
     """One item classed on its own (a fleet is classed through one `FleetMatch`)."""
     return FleetMatch(feed).classify(type_, slug, installed, offered)
-
-
-def urgent_fix(security: ItemSecurity | None, lane: SecurityLane) -> str | None:
-    """The vulnerabilities at or above the policy's threshold that the item's update fixes, in a few words (the
-    worst first); None when it fixes none: the item is routine for the security lane."""
-    if security is None or security.security is not Security.fixes:
-        return None
-    counted = sorted((v for v in security.fixes if lane.counts(v.cvss_score, v.cvss_rating)),
-                     key=lambda v: -(v.cvss_score if v.cvss_score is not None else 10.0))
-    return ", ".join(v.label for v in counted) or None

@@ -156,6 +156,7 @@ class Deferral(BaseModel):
     reason: str
     opens_at: datetime | None = None  # the next opening that is not blacked out (None: not within a year)
     timezone: str = "UTC"  # the window's, to say the opening in the client's own time
+    blackout: bool = False  # a blackout, not a closed window: nothing goes past it, a security fix neither
 
     @property
     def explained(self) -> str:
@@ -196,7 +197,8 @@ def availability(
         while blackout(day) is not None and (day - today).days < LOOKAHEAD_DAYS:
             day += timedelta(days=1)
         opens = datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
-        return Availability(open=False, deferral=Deferral(reason=f"blackout: {hit.reason}", opens_at=opens))
+        return Availability(open=False, deferral=Deferral(reason=f"blackout: {hit.reason}", opens_at=opens,
+                                                                 blackout=True))
     current = None
     for day, opens, closes in window.occurrences(at):
         if opens > at:

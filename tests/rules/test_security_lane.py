@@ -30,7 +30,7 @@ def plan_of(policy: dict, deferral: Deferral | None = None, security=FIX, first_
 
 
 WINDOW = Deferral(reason="outside its maintenance window (02:00-04:00 UTC)", opens_at=NOW)
-BLACKOUT = Deferral(reason="blackout: Black Friday", opens_at=NOW)
+BLACKOUT = Deferral(reason="blackout: Black Friday", opens_at=NOW, blackout=True)
 
 
 def test_a_fix_goes_past_min_age_and_a_closed_window_and_opens_its_site():
