@@ -15,6 +15,7 @@ from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.model.settings import STATE_FILE
 from fleet.model.summary import SUMMARY_FILE, Summary
+from fleet.model.vocabulary import count
 from fleet.state.dashboard_memory import FOLDER as MEMORY_FOLDER
 
 
@@ -70,7 +71,7 @@ def fresh_start(output_dir: Path) -> list[str]:
     for summary in runs:
         shutil.rmtree(summary.parent)
     if runs:
-        removed.append(f"{len(runs)} run director{'y' if len(runs) == 1 else 'ies'}")
+        removed.append(count(len(runs), "run directory", "run directories"))
     if (output_dir / "alerts").is_dir():
         shutil.rmtree(output_dir / "alerts")
         removed.append("the alerts")

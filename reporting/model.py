@@ -443,7 +443,7 @@ class HoldRow:
 
     @property
     def age(self) -> str:
-        return "today" if self.age_days == 0 else f"{self.age_days} day{'' if self.age_days == 1 else 's'}"
+        return "today" if self.age_days == 0 else count(self.age_days, "day")
 
 
 @dataclass
@@ -729,9 +729,8 @@ class ReportData:
         day = self.started_at.strftime("%d %b %Y")
         who = f"{self.client}: " if self.client is not None else "Fleet "
         dry = " (dry run)" if self.dry_run else ""
-        alarm = f"BROKE {self.headline.broken} SITE{'' if self.headline.broken == 1 else 'S'}: " \
-            if self.headline.broken else ""
+        alarm = f"BROKE {count(self.headline.broken, 'site').upper()}: " if self.headline.broken else ""
         down = sum(1 for incident in self.incidents_open if incident.down)
         if down and not alarm:
-            alarm = f"{down} SITE{'' if down == 1 else 'S'} STILL DOWN: "
+            alarm = f"{count(down, 'site').upper()} STILL DOWN: "
         return f"{alarm}{who}maintenance report {day}{dry}: {self.headline.subject_counts}"

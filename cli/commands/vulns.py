@@ -96,6 +96,7 @@ def show(run: RunDir = None,
          = "site") -> None:
     """What the last night found: each site's vulnerable items (fixed, held, no fix yet), or each vulnerability
     with its sites; then the feed's age and attribution."""
+    from fleet.model.vocabulary import count
     from reporting.rows import SummaryError, read_summary
 
     run_dir = _latest(run)
@@ -122,7 +123,7 @@ def show(run: RunDir = None,
             typer.echo(f"    {line}")
     unchecked = len(summary.unchecked_sites)
     counted = (f"{len(groups)} site(s) with a known vulnerability" if by == "site"
-               else f"{len(groups)} known vulnerabilit{'y' if len(groups) == 1 else 'ies'} on the fleet")
+               else f"{count(len(groups), 'known vulnerability', 'known vulnerabilities')} on the fleet")
     typer.echo(f"{counted}; {unchecked} site(s) unchecked (never read as clean); run {summary.run_id}")
     if summary.exposure_stats is not None:
         typer.echo(f"across nights: {summary.exposure_stats.sentence}")

@@ -24,9 +24,9 @@ MOMENT = "%d %b %Y %H:%M UTC"  # how every report and line writes a moment
 LIST_SEPARATOR = "; "  # between the counts of a list: a word may hold a comma
 
 
-def count(number: int, unit: str) -> str:
-    """`1 site`, `2 sites`: a count with its unit, for one or many."""
-    return f"{number} {unit}" if number == 1 else f"{number} {unit}s"
+def count(number: int, unit: str, plural: str | None = None) -> str:
+    """`1 site`, `2 sites`: a count with its unit, for one or many (`plural` where an `s` is not it)."""
+    return f"{number} {unit}" if number == 1 else f"{number} {plural or unit + 's'}"
 
 
 @dataclass(frozen=True)
