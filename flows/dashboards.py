@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
@@ -24,8 +25,7 @@ from flows.update import run_identity
 from reporting.settings import MailSettings
 from tasks.dashboards import (
     Reach,
-    dashboard_night_task,
-    dashboard_security_task,
+    dashboard_run_task,
     ensure_dashboard_limits_task,
     reach_dashboard_task,
     saved_dashboards_task,
@@ -71,6 +71,22 @@ async def reached(block: str, slots: int) -> DashboardNight | Reach:
     return reach
 
 
+async def run_on_each(blocks: list[str], deployment: str, parameters: dict[str, object],
+                      environment: dict[str, dict[str, str]] | None, root: Path, slots: int, *, kind: str,
+                      lock_wait_seconds: float | None) -> list[DashboardNight]:
+    """The one fan-out of both: each dashboard that answers gets its run of `deployment` on the pool, side by
+    side, each waited for; one that does not answer is said and gets none."""
+
+    async def one(block: str) -> DashboardNight:
+        reach = await reached(block, slots)
+        if isinstance(reach, DashboardNight):
+            return reach
+        return await dashboard_run_task(block, deployment, parameters, (environment or {}).get(block, {}),
+                                        root / block, reach.base_url, kind=kind, lock_wait_seconds=lock_wait_seconds)
+
+    return list(await asyncio.gather(*(one(block) for block in blocks)))
+
+
 @flow(name="maintain-dashboards", log_prints=False)
 async def maintain_dashboards(
     dashboards: list[str] | None = None,
@@ -112,15 +128,9 @@ async def maintain_dashboards(
     logger.info("%d dashboard(s): %s", len(blocks), ", ".join(blocks))
     parameters = night_parameters(selection, dry_run, policy_file, send_report, email_block)
 
-    async def night(block: str) -> DashboardNight:
-        reach = await reached(block, settings.concurrency)
-        if isinstance(reach, DashboardNight):
-            return reach
-        return await dashboard_night_task(block, deployment, parameters, (environment or {}).get(block, {}),
-                                          root / block, reach.base_url, lock_wait_seconds)
-
-    nights = await asyncio.gather(*(night(block) for block in blocks))
-    estate = Estate(run_id=run_id, started_at=started, dry_run=dry_run, nights=list(nights))
+    nights = await run_on_each(blocks, deployment, parameters, environment, root, settings.concurrency,
+                               kind="night", lock_wait_seconds=lock_wait_seconds)
+    estate = Estate(run_id=run_id, started_at=started, dry_run=dry_run, nights=nights)
     await report_estate_task(estate, root / ESTATE_DIR / run_id, mail)
     if estate.problems:
         done = len(blocks) - len(estate.problems)
@@ -167,14 +177,8 @@ async def patch_dashboards(
     parameters = {"dry_run": dry_run, "policy_file": policy_file, "send_report": send_report,
                   "lock_wait_seconds": lock_wait_seconds, **email_parameter(email_block)}
 
-    async def patch(block: str) -> DashboardNight:
-        reach = await reached(block, settings.concurrency)
-        if isinstance(reach, DashboardNight):
-            return reach
-        return await dashboard_security_task(block, deployment, parameters, (environment or {}).get(block, {}),
-                                             root / block, reach.base_url)
-
-    runs = list(await asyncio.gather(*(patch(block) for block in blocks)))
+    runs = await run_on_each(blocks, deployment, parameters, environment, root, settings.concurrency,
+                             kind="security", lock_wait_seconds=None)  # each run takes its lock itself
     problems = [f"{run.block}: {run.status.value}" + (f" ({run.message})" if run.message else "")
                 for run in runs if run.status is not NightStatus.completed]
     if problems:

@@ -120,50 +120,36 @@ def dashboard_run(block: str, child: FlowRun, report_dir: Path, base_url: str | 
                       summary_expected=summary_expected)
 
 
-@task(name="dashboard-night", task_run_name="night-{block}")
-async def dashboard_night_task(
+@task(name="dashboard-run", task_run_name="{kind}-{block}")
+async def dashboard_run_task(
     block: str,
     deployment: str,
     parameters: dict[str, Any],
     environment: dict[str, str],
     report_dir: Path,
     base_url: str | None,
-    lock_wait_seconds: float,
+    *,
+    kind: str,
+    lock_wait_seconds: float | None,
 ) -> DashboardNight:
-    """One night of this dashboard (`start_dashboard_run`), waited for while holding the dashboard's night lock."""
+    """One run of this dashboard (`start_dashboard_run`), waited for. A night (`lock_wait_seconds`) is waited for
+    holding the dashboard's night lock; a security run (None) takes the lock itself and leaves the fixes to a night
+    that holds it, and writes no summary when it found no fix to apply."""
     logger = get_run_logger()
     try:
-        # the child keeps its memory under report_dir (FLEET_STATE_DB): its lock is there too
-        async with night_lock(DashboardMemory(report_dir / STATE_FILE, base_url or block), "maintain-dashboards",
-                              lock_wait_seconds):
+        if lock_wait_seconds is None:
             child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
+        else:  # the child keeps its memory under report_dir (FLEET_STATE_DB): its lock is there too
+            async with night_lock(DashboardMemory(report_dir / STATE_FILE, base_url or block), "maintain-dashboards",
+                                  lock_wait_seconds):
+                child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
     except NightBusy as busy:
         return DashboardNight(block=block, status=NightStatus.busy, base_url=base_url, message=str(busy))
     except ObjectNotFound:
         return no_deployment(block, deployment, base_url)
-    night = dashboard_run(block, child, report_dir, base_url)
-    logger.info("dashboard %s: %s (flow run %s)", block, night.status.value, child.name)
-    return night
-
-
-@task(name="dashboard-security", task_run_name="security-{block}")
-async def dashboard_security_task(
-    block: str,
-    deployment: str,
-    parameters: dict[str, Any],
-    environment: dict[str, str],
-    report_dir: Path,
-    base_url: str | None,
-) -> DashboardNight:
-    """One security run of this dashboard (`start_dashboard_run`). It takes the dashboard's night lock itself and
-    leaves the fixes to a night that holds it; a run that found no fix to apply writes no summary."""
-    logger = get_run_logger()
-    try:
-        child = await start_dashboard_run(block, deployment, parameters, environment, report_dir)
-    except ObjectNotFound:
-        return no_deployment(block, deployment, base_url)
-    run = dashboard_run(block, child, report_dir, base_url, summary_expected=False)
-    done = (f"{run.tally.updated} fix(es) applied" if run.tally else "no fix to apply") if run.status is (
-        NightStatus.completed) else run.status.value
+    run = dashboard_run(block, child, report_dir, base_url, summary_expected=lock_wait_seconds is not None)
+    done = run.status.value
+    if lock_wait_seconds is None and run.status is NightStatus.completed:
+        done = f"{run.tally.updated} fix(es) applied" if run.tally else "no fix to apply"
     logger.info("dashboard %s: %s (flow run %s)", block, done, child.name)
     return run
