@@ -43,7 +43,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 5
 PYTEST_ARGS ?=
 PYTEST_SIDE_BY_SIDE = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
-SOURCES := cli dashboard deployments emulator fleet flows guard reporting tasks vulnfeed tests
+SOURCES := cli dashboard deployments emulator fleet flows guard orchestration reporting tasks vulnfeed tests
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports

@@ -58,7 +58,8 @@ SERVER_SETTINGS = {"PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "2"}
 NIGHTLY = "nightly-maintenance/nightly"
 NOTIFY = "custom-webhook/ops"
 KINDS = ("starting", "submission", "running")
-CANCELLED_BY_THE_STOP = "cancelled by the stop of `fleet serve`"  # tasks/serve_stop.py: how a stopped run is said
+# orchestration/serve_stop.py: how a stopped run is said
+CANCELLED_BY_THE_STOP = "cancelled by the stop of `fleet serve`"
 NIGHT_SECONDS = 240  # the longest a night is waited for
 
 

@@ -31,7 +31,7 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Crashed, Scheduled
 
-from tasks.serve_stop import CANCELLED_BY_THE_STOP
+from orchestration.serve_stop import CANCELLED_BY_THE_STOP
 
 LEFT_BEHIND = (StateType.PENDING, StateType.RUNNING, StateType.CANCELLING)
 WILL_RUN_OR_RAN = {StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED,

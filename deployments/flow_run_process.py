@@ -5,8 +5,8 @@ was stopped while the process started.
 `fleet serve`'s to handle) and, on Linux, bound to its life: were `fleet serve` killed, its runs die with it, and
 its next start finds them for what they are (`deployments.catch_up`). The engine's imports come first and the stop
 is looked at last, just before the engine takes the run: a stop that comes during those seconds cancels the run
-before it runs; one that comes later finds the run at its first safe point (`tasks.serve_stop`). A SIGTERM during
-those imports (Prefect's runner cancelling the run: it kills a process whose engine cannot answer yet) ends it
+before it runs; one that comes later finds the run at its first safe point (`orchestration.serve_stop`). A SIGTERM
+during those imports (Prefect's runner cancelling the run: it kills a process whose engine cannot answer yet) ends it
 Cancelled too, not Crashed.
 
 Run: `python -m deployments.flow_run_process` with Prefect's `PREFECT__FLOW_RUN_ID` (as the runner runs the engine).
@@ -58,7 +58,7 @@ def main() -> None:
     import prefect.flow_engine  # noqa: F401
 
     import flows.update  # noqa: F401 - the night's sentence, under every deployment that writes
-    from tasks.serve_stop import BEFORE_IT_STARTED, cancel_this_run, stop_requested
+    from orchestration.serve_stop import BEFORE_IT_STARTED, cancel_this_run, stop_requested
 
     sigterm.done()
     if stop_requested() or sigterm.came:

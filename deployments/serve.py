@@ -45,7 +45,7 @@ from flows.report import report
 from flows.security import patch_vulnerabilities
 from flows.sync import sync_fleet
 from flows.update import update_fleet
-from tasks.limits import ensure_concurrency_limit
+from orchestration.limits import ensure_concurrency_limit
 
 _start_process = engine_starter.run_process
 PREFECT_ENGINE = ["-m", "prefect.engine"]

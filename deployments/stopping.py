@@ -2,7 +2,7 @@
 given a grace to reach a safe point between calls; every schedule paused and read back; nothing left Pending.
 
 A run not started yet is cancelled before it runs; a run under way stops at its next safe point
-(`tasks.serve_stop`): its calls in flight answered and journalled, its state Cancelled, its journal open for the
+(`orchestration.serve_stop`): its calls in flight answered and journalled, its state Cancelled, its journal open for the
 next run to account for. One still under way after `FLEET_STOP_GRACE_SECONDS` (a call that outlasts it, a wait for
 an approval) is cancelled as Prefect cancels a run, mid-call: its journal, written before each call is sent, still
 tells the next run what it sent. Every such run is said Cancelled "by the stop of `fleet serve`", never Crashed,
@@ -33,7 +33,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.runner import Runner
 from prefect.states import Cancelled
 
-from tasks.serve_stop import BEFORE_IT_STARTED, CANCELLED_BY_THE_STOP, STOP_FILE
+from orchestration.serve_stop import BEFORE_IT_STARTED, CANCELLED_BY_THE_STOP, STOP_FILE
 
 STOP_SECONDS = 60.0  # for the runner to stop, then for the server to take the pauses: beyond, said loudly
 AFTER_THE_GRACE = (f"{CANCELLED_BY_THE_STOP} after its grace (FLEET_STOP_GRACE_SECONDS), mid-call: the next run "

@@ -19,9 +19,9 @@ from fleet.rules.incidents import SitesStillDown, still_down_message
 from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
 from flows.sync import dashboard_memory
 from flows.update import maintain_fleet
+from orchestration.alert import alert_operator
+from orchestration.limits import night_lock
 from reporting.settings import MailSettings
-from tasks.alert import alert_operator
-from tasks.limits import night_lock
 from tasks.preflight import check_settings
 
 

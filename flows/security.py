@@ -17,9 +17,9 @@ from fleet.state.night_lock import NightBusy
 from flows.parameters import SavedDashboard, SavedEmailServer
 from flows.sync import dashboard_memory, open_dashboard
 from flows.update import maintain_fleet
+from orchestration.alert import alert_operator
+from orchestration.limits import night_lock
 from reporting.settings import MailSettings
-from tasks.alert import alert_operator
-from tasks.limits import night_lock
 from tasks.preflight import check_settings
 from tasks.vulnerabilities import find_offered_fixes_task
 

@@ -55,6 +55,9 @@ from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
 from flows.parameters import PlanMoment, SavedDashboard
 from flows.sync import dashboard_memory, open_dashboard, run_in_chunks, select_fleet
+from orchestration.limits import night_lock
+from orchestration.progress import NightArtifact
+from orchestration.retries import FATAL_ERRORS
 from tasks.checks import (
     check_sites_task,
     count_open_incidents_task,
@@ -68,13 +71,10 @@ from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task
 from tasks.incidents import review_incidents_task
 from tasks.interrupted import account_interrupted_runs_task, wait_for_interrupted_runs_task
-from tasks.limits import night_lock
 from tasks.page_checks import worker_capture
 from tasks.plan import finalise_plan_task
 from tasks.policy import apply_policy_task
-from tasks.progress import NightArtifact
 from tasks.reconcile import reconcile_task
-from tasks.retries import FATAL_ERRORS
 from tasks.sensor import wait_for_batch_job_task
 from tasks.summarise import write_summary_task
 from tasks.sync import read_child_slots_task, sync_sites_task

@@ -13,10 +13,10 @@ from fleet.model.settings import PipelineSettings
 from fleet.pacing.call_sizing import CallSizer, Operation, SizedCall, Work, send_sized
 from fleet.rules.execution import JobOutcome
 from fleet.rules.site_errors import SiteErrorIndex
-from tasks.progress import step_logger
-from tasks.retries import FATAL_ERRORS
+from orchestration.progress import step_logger
+from orchestration.retries import FATAL_ERRORS
+from orchestration.serve_stop import call_in_flight
 from tasks.sensor import wait_for_batch_job
-from tasks.serve_stop import call_in_flight
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

@@ -24,9 +24,9 @@ from fleet.rules.sync_failures import (
     refused_since_a_failed_sync,
     version_lost,
 )
+from orchestration.progress import step_logger
+from orchestration.retries import STEP_OPTIONS
 from tasks.batch_calls import BatchCall, send_batch_calls
-from tasks.progress import step_logger
-from tasks.retries import STEP_OPTIONS
 from tasks.sync import sync_sites
 
 if TYPE_CHECKING:

@@ -32,11 +32,11 @@ from fleet.rules.sync_failures import refused_since_a_failed_sync
 from fleet.visual.policy import ReviewMode
 from guard.client import GuardClient
 from guard.keys import GuardKeyMissing, load_keys
+from orchestration.events import emit
+from orchestration.retries import STEP_OPTIONS
 from reporting.alert import BreakNotice, dashboard_name, deliver_alert, release_of, run_link
 from reporting.settings import MailSettings, notify_block_alone
 from tasks.checks import probe_before_updates, probe_client
-from tasks.events import emit
-from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

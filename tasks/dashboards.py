@@ -21,7 +21,7 @@ from fleet.engine.estate import DashboardNight, NightStatus, read_night, write_l
 from fleet.model.settings import STATE_FILE
 from fleet.state.dashboard_memory import DashboardMemory
 from fleet.state.night_lock import NightBusy
-from tasks.limits import ensure_concurrency_limit, night_lock
+from orchestration.limits import ensure_concurrency_limit, night_lock
 
 # The first contact only asks whether the dashboard answers: two quick tries, not the night's patient retries.
 REACH_OVERRIDES: dict[str, Any] = {"max_attempts": 2, "connect_timeout": 5.0, "read_timeout": 30.0, "retry_cap": 2.0}

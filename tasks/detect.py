@@ -16,7 +16,7 @@ from fleet.rules.dashboard_records import pending_update, site_record
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, SiteRecord
 from fleet.rules.policy import Rule
 from fleet.state.rollback_reads import RollbackReads
-from tasks.retries import STEP_OPTIONS
+from orchestration.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

@@ -33,9 +33,9 @@ from fleet.rules.execution import (
 from fleet.rules.plan import PlanItem
 from fleet.rules.site_errors import SiteErrorIndex, error_message
 from fleet.state.job_journal import JobJournal, JournalEntry, reuse_running_jobs
+from orchestration.progress import step_logger
+from orchestration.retries import STEP_OPTIONS
 from tasks.batch_calls import BatchCall, send_batch_calls
-from tasks.progress import step_logger
-from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

@@ -10,8 +10,8 @@ from fleet.model.settings import PipelineSettings
 from fleet.model.summary import NightHold, Summary
 from fleet.rules.holds import bad_versions
 from fleet.state.holds import HoldStore
-from tasks.events import emit
-from tasks.retries import STEP_OPTIONS
+from orchestration.events import emit
+from orchestration.retries import STEP_OPTIONS
 
 
 async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings,

@@ -8,7 +8,7 @@ from prefect import task
 
 from fleet.rules.dashboard_records import ignored_update
 from fleet.rules.plan import IgnoreEntry
-from tasks.retries import STEP_OPTIONS
+from orchestration.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

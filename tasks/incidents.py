@@ -19,11 +19,11 @@ from fleet.pacing.fan_out import fan_out
 from fleet.rules.incidents import alert_due, broken_again, looked_at, opened
 from fleet.rules.plan import SiteRecord
 from fleet.state.incidents import IncidentStore
+from orchestration.events import emit
+from orchestration.retries import STEP_OPTIONS
 from reporting.alert import StillDownNotice, dashboard_name, deliver_alert
 from tasks.checks import check_sites
 from tasks.contain import night_mail_settings, run_ui_url
-from tasks.events import emit
-from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

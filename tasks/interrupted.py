@@ -25,12 +25,12 @@ from fleet.rules.dashboard_records import site_record
 from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
 from fleet.rules.policy import Policy
 from fleet.state.job_journal import OpenRun
+from orchestration.limits import mark_crashed
+from orchestration.progress import step_logger
+from orchestration.retries import STEP_OPTIONS
 from tasks.checks import check_sites
 from tasks.contain import probe_and_contain
 from tasks.detect import detect_updates
-from tasks.limits import mark_crashed
-from tasks.progress import step_logger
-from tasks.retries import STEP_OPTIONS
 from tasks.sync import sync_sites
 
 if TYPE_CHECKING:

@@ -10,10 +10,10 @@ from prefect.logging import get_run_logger
 
 from fleet.model.events import reports_event
 from fleet.model.summary import Delivery
+from orchestration.events import emit
 from reporting.result import ReportDeliveryError, delivery_problems
 from reporting.run_report import RenderedRun, deliver_reports
 from reporting.settings import MailSettings
-from tasks.events import emit
 
 
 @task(name="notify", cache_policy=NO_CACHE, persist_result=False, retries=0)

@@ -9,7 +9,7 @@ from prefect import task
 from fleet.rules.plan import Plan
 from fleet.rules.policy import Rollout
 from fleet.rules.rollout import assign_cohorts
-from tasks.retries import STEP_OPTIONS
+from orchestration.retries import STEP_OPTIONS
 
 PLAN_FILE = "plan.json"
 

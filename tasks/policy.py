@@ -16,7 +16,7 @@ from fleet.rules.policy import Policy
 from fleet.state.first_seen import FirstSeenStore
 from fleet.state.holds import HoldStore
 from fleet.state.incidents import IncidentStore
-from tasks.retries import STEP_OPTIONS
+from orchestration.retries import STEP_OPTIONS
 
 
 async def apply_policy(

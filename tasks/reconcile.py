@@ -14,7 +14,7 @@ from fleet.rules.execution import CallResult, JobOutcome
 from fleet.rules.plan import DetectedUpdate, PlanItem, SiteRecord
 from fleet.rules.reconcile import reconcile
 from fleet.rules.sync_failures import SyncFailures
-from tasks.retries import STEP_OPTIONS
+from orchestration.retries import STEP_OPTIONS
 
 
 async def reconcile_lane(

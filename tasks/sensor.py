@@ -21,8 +21,8 @@ from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Job
 from fleet.pacing.progress import Tally, heartbeat
 from fleet.rules.execution import JobEnding, JobOutcome, reports_from_job
-from tasks.progress import step_logger
-from tasks.retries import STEP_OPTIONS
+from orchestration.progress import step_logger
+from orchestration.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable

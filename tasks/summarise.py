@@ -10,8 +10,8 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from fleet.model.events import night_finished_event
 from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary, UpdateType
 from fleet.model.vocabulary import count, operator_voice, planned_from, said_counts
-from tasks.events import emit
-from tasks.retries import STEP_OPTIONS
+from orchestration.events import emit
+from orchestration.retries import STEP_OPTIONS
 
 PROBLEM_OUTCOMES = (Outcome.failed, Outcome.not_switched_on, Outcome.unchanged, Outcome.unknown)
 TABLE_ROWS = 500  # an artifact is for a person; summary.json holds every row

@@ -16,9 +16,9 @@ from fleet.pacing.progress import NightProgress, Tally, heartbeat
 from fleet.rules.plan import SiteRecord
 from fleet.rules.site_errors import SiteErrorIndex, error_message
 from fleet.rules.sync_failures import SyncFailure, SyncFailures
+from orchestration.progress import step_logger
+from orchestration.retries import STEP_OPTIONS
 from tasks.batch_calls import BatchCall, send_batch_calls
-from tasks.progress import step_logger
-from tasks.retries import STEP_OPTIONS
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

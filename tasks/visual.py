@@ -8,8 +8,8 @@ from fleet.engine.site_probe import ProbeResult
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.settings import PipelineSettings
 from fleet.rules.plan import PlanItem, SiteRecord
+from orchestration.retries import STEP_OPTIONS
 from tasks.checks import probe_client
-from tasks.retries import STEP_OPTIONS
 
 
 async def take_baselines(watch: VisualWatch, sites: list[SiteRecord], items: list[PlanItem],

@@ -26,9 +26,9 @@ from fleet.rules.policy import Policy
 from fleet.rules.windows import place_in_windows
 from fleet.state.first_seen import FirstSeenStore
 from fleet.state.holds import HoldStore
+from orchestration.retries import STEP_OPTIONS
 from tasks.detect import detect_updates, load_fleet
 from tasks.ignores import load_ignores
-from tasks.retries import STEP_OPTIONS
 
 
 async def review_vulnerabilities_step(client: DashboardClient, sites: list[SiteRecord], pending: list[DetectedUpdate],

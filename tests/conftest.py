@@ -21,7 +21,7 @@ from tests.prefect_home import own_prefect_home
 from tests.tls import Certificate, self_signed
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cli", "deployments", "flows", "tasks", "reporting", "fleet", "dashboard", "emulator")
+PACKAGES = ("cli", "deployments", "flows", "tasks", "orchestration", "reporting", "fleet", "dashboard", "emulator")
 
 
 PREFECT_HOME = own_prefect_home(os.environ.get("PYTEST_XDIST_WORKER", "main"))

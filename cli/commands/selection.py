@@ -86,7 +86,7 @@ def alert_unattended(label: str, flow: str, line: str) -> None:
     """Alert the operator about a run that did not start, unless a person at a terminal reads the line."""
     if sys.stdin is not None and sys.stdin.isatty():
         return
-    from tasks.alert import alert_not_started
+    from orchestration.alert import alert_not_started
 
     command = f"fleet {label.split()[0]}"  # "nightly run" -> fleet nightly
     try:

@@ -1,6 +1,6 @@
 """The night's Prefect events, built without Prefect: what an operator reacts to (a site broken, down, contained, a
 version held, a night finished, reports delivered or not), each naming its dashboard and site as resources, so that
-Prefect automations can count and act on them. `tasks/events.py` sends them; docs/operations.md lists them."""
+Prefect automations can count and act on them. `orchestration/events.py` sends them; docs/operations.md lists them."""
 
 from __future__ import annotations
 

@@ -122,7 +122,8 @@ def test_every_settings_class_is_where_the_name_check_looks() -> None:
     from dashboard.home import FleetSettings
 
     root = Path(__file__).resolve().parents[2]
-    for package in ("cli", "dashboard", "deployments", "fleet", "flows", "reporting", "tasks", "vulnfeed"):
+    for package in ("cli", "dashboard", "deployments", "fleet", "flows", "orchestration", "reporting", "tasks",
+                    "vulnfeed"):
         for module in pkgutil.walk_packages([str(root / package)], prefix=f"{package}."):
             importlib.import_module(module.name)
     classes, found = [FleetSettings], set()

@@ -16,7 +16,7 @@ from fleet.engine.estate import Estate, NightStatus, write_limit_name
 from fleet.model.settings import STATE_FILE
 from fleet.state.dashboard_memory import DashboardMemory
 from flows.dashboards import maintain_dashboards
-from tasks.limits import night_lock
+from orchestration.limits import night_lock
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -193,7 +193,7 @@ def test_the_last_scheduled_night_runs_once_when_missed_or_cancelled_by_a_stop_n
 
     from deployments.catch_up import catch_up, last_scheduled_night, runs_left_behind
     from flows.nightly import nightly_maintenance
-    from tasks.serve_stop import BEFORE_IT_STARTED
+    from orchestration.serve_stop import BEFORE_IT_STARTED
 
     said: list[str] = []
 

@@ -196,7 +196,7 @@ def test_the_failed_nights_message_names_only_the_breaks_not_told_when_found(tmp
     the night found was not: the failed night's message names that one alone, and nothing when none is left."""
     from fleet.model.summary import Containment, ContainmentStatus, SiteAlarm, Summary, UpdateType
     from fleet.rules.breakage import SitesBrokenByRun
-    from tasks.alert import breaks_not_told
+    from orchestration.alert import breaks_not_told
 
     def alarm(site: int, contained: bool) -> SiteAlarm:
         return SiteAlarm(site_id=site, site_url=f"https://s{site}.example", site_name=f"Site {site}", saw="HTTP 500",

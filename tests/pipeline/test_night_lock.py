@@ -19,7 +19,7 @@ import pytest
 from fleet.state.dashboard_memory import DashboardMemory
 from fleet.state.night_lock import LEASE, Holder, NightBusy, NightLock, Refused, Taken
 from fleet.state.processes import RunProcess
-from tasks.limits import night_lock
+from orchestration.limits import night_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 

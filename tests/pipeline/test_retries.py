@@ -16,7 +16,7 @@ from dashboard.errors import (
     TransportError,
 )
 from fleet.rules.policy import PolicyError
-from tasks.retries import STEP_OPTIONS, retry_unless_permanent
+from orchestration.retries import STEP_OPTIONS, retry_unless_permanent
 
 
 @pytest.mark.parametrize(

@@ -29,8 +29,8 @@ from fleet.rules.breakage import SitesBrokenByRun
 from fleet.state.job_journal import JobJournal
 from flows.nightly import nightly_maintenance
 from flows.sync import dashboard_memory
+from orchestration.limits import night_lock
 from tasks.interrupted import REMOVED
-from tasks.limits import night_lock
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import read_run
 from tests.pipeline.night_invariants import shared_plugin

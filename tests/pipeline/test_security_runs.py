@@ -16,7 +16,7 @@ from fleet.rules.breakage import SitesBrokenByRun
 from flows.security import patch_vulnerabilities
 from flows.sync import dashboard_memory
 from flows.update import update_fleet
-from tasks.limits import night_lock
+from orchestration.limits import night_lock
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import installed, read_run
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import serve_stop
-from tasks.serve_stop import STOP_FILE, StoppedByServe, call_in_flight, stop_requested
+from orchestration import serve_stop
+from orchestration.serve_stop import STOP_FILE, StoppedByServe, call_in_flight, stop_requested
 
 
 def test_no_call_is_sent_after_the_stop_and_the_calls_in_flight_are_answered_first(

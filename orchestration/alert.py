@@ -85,16 +85,20 @@ async def alert_operator(flow: Any, flow_run: Any, state: Any) -> None:
     earlier nights are still down sends nothing here: the incidents step alerted about each, at most once a day
     (nights may run hourly). A night failed because it broke sites names only the breaks not told when found (each
     break found after an update step was its own message then): one break, one message."""
+    from dashboard.errors import ConfigurationError
+    from dashboard.home import SettingsError
     from fleet.rules.breakage import SitesBrokenByRun
     from fleet.rules.incidents import SitesStillDown
+    from fleet.rules.plan import NoSiteMatches
+    from fleet.rules.policy import PolicyError
     from reporting.alert import Alert, run_link
-    from tasks.preflight import USAGE_ERRORS
 
     failure = await failure_of(state)
     if isinstance(failure, SitesStillDown):
         log.warning("flow run %s: sites still down; the incidents step alerts about each once a day", flow_run.name)
         return
-    if isinstance(failure, USAGE_ERRORS) and not getattr(flow_run, "auto_scheduled", False):
+    usage_errors = (SettingsError, ConfigurationError, PolicyError, NoSiteMatches)  # said in one line by preflight
+    if isinstance(failure, usage_errors) and not getattr(flow_run, "auto_scheduled", False):
         log.info("no alert for run %s: a usage mistake in a run a person started (%s)", flow_run.name, state.message)
         return
     parameters = flow_run.parameters or {}
