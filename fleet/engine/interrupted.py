@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fleet.model.keys import item_key
 from fleet.model.summary import HealthCheck, Item, Outcome, UpdateType
 from fleet.rules.breakage import SUSPECT_OUTCOMES
 from fleet.rules.execution import APPLY_ORDER
@@ -46,43 +47,54 @@ def account_interrupted(runs: list[OpenRun], sites: dict[int, SiteRecord], fresh
     stopped answering. An item on a site that could not be read at all (`unreadable`: removed from the dashboard,
     or its read failed), or of a run given up after `ACCOUNTING_TRIES`, is `unknown` with why; an item on any other
     site not in `sites` is left out (nothing is known of it: tonight's selection left it, and a later night reads
-    it).
+    it). Several killed runs may each have written the same item (one after the other, each taking over the
+    last): each write is its own item, of the run that sent it, landed when the next run found the item moved on
+    from where that write started (or, for the last, as tonight's list says).
     """
     unreadable = unreadable or {}
     now = {update.key: update for update in fresh}
-    accounted: dict[tuple[int, UpdateType, str], Item] = {}
+    hops: dict[tuple[int, UpdateType, str], list[tuple[OpenRun, str, str]]] = {}  # each item's writes, in run order
     for run in runs:
         for intent in run.intents:
             if intent.kind != "update" or intent.type is None:
                 continue
             for site_id, slug, version, offered in intent.items:
-                key = (site_id, intent.type, slug)
-                if key in accounted:
-                    continue
-                why = given_up(run) if run.given_up else unreadable.get(site_id)
-                if why is not None:
-                    accounted[key] = unverified_item(run, site_id, intent.type, slug, version, offered,
-                                                     sites.get(site_id), why)
-                    continue
-                site = sites.get(site_id)
-                pending = now.get(key)
-                if site is None or (pending is not None and (pending.from_version or "") == version):
-                    continue
+                chain = hops.setdefault((site_id, intent.type, slug), [])
+                if not any(sent.run_id == run.run_id and (v, o) == (version, offered) for sent, v, o in chain):
+                    chain.append((run, version, offered))
+    accounted: list[Item] = []
+    for (site_id, type_, slug), chain in hops.items():
+        site, pending = sites.get(site_id), now.get((site_id, type_, slug))
+        for index, (run, version, offered) in enumerate(chain):
+            why = given_up(run) if run.given_up else unreadable.get(site_id)
+            if why is not None:
+                accounted.append(unverified_item(run, site_id, type_, slug, version, offered, site, why))
+                continue
+            if site is None:
+                break
+            later = chain[index + 1] if index + 1 < len(chain) else None
+            if later is not None:  # the next run found what this one left installed: the version it sent from
+                if (later[1] or "") == (version or ""):
+                    continue  # this write did not land: the next run found the item where it was and sent it again
+                to_version = later[1] or offered or None
+            elif pending is not None and (pending.from_version or "") == version:
+                break  # still pending at the version it had then: the new run plans and applies it as its own
+            else:
                 to_version = pending.from_version if pending is not None else offered or None
-                verified = site.status is SiteStatus.online
-                landed = verified or site_id in (broken or set())
-                accounted[key] = Item(
-                    site_id=site_id, site_url=site.url, site_name=site.name, client=site.client, type=intent.type,
-                    slug=slug, name=slug, from_version=version or None,
-                    to_version=to_version, outcome=Outcome.updated if landed else Outcome.unknown,
-                    reason=f"applied by the interrupted run {run.run_id}" if verified else
-                    f"applied by the interrupted run {run.run_id} (gone from the dashboard's list); the site fails "
-                    f"its probe since, and its sync ({site.status_reason or site.status.value})" if landed else
-                    f"sent by the interrupted run {run.run_id} and gone from the dashboard's list, but the site "
-                    f"could not be synced tonight to verify it ({site.status_reason or site.status.value})",
-                    applied_by_run=run.run_id,
-                )
-    return list(accounted.values())
+            verified = site.status is SiteStatus.online
+            landed = verified or site_id in (broken or set())
+            accounted.append(Item(
+                site_id=site_id, site_url=site.url, site_name=site.name, client=site.client, type=type_,
+                slug=slug, name=slug, from_version=version or None,
+                to_version=to_version, outcome=Outcome.updated if landed else Outcome.unknown,
+                reason=f"applied by the interrupted run {run.run_id}" if verified else
+                f"applied by the interrupted run {run.run_id} (gone from the dashboard's list); the site fails "
+                f"its probe since, and its sync ({site.status_reason or site.status.value})" if landed else
+                f"sent by the interrupted run {run.run_id} and gone from the dashboard's list, but the site "
+                f"could not be synced tonight to verify it ({site.status_reason or site.status.value})",
+                applied_by_run=run.run_id,
+            ))
+    return accounted
 
 
 def given_up(run: OpenRun) -> str:
@@ -111,8 +123,9 @@ def steps_to_judge(accounted: list[Item]) -> dict[UpdateType, list[PlanItem]]:
     for items in by_site.values():
         types = {item.type for item in items}
         step = UpdateType.plugin if UpdateType.plugin in types else max(types, key=list(APPLY_ORDER).index)
+        latest = {item_key(item): item for item in items if item.type is step}  # several runs' writes: the last
         steps.setdefault(step, []).extend(
             PlanItem(site_id=item.site_id, type=item.type, slug=item.slug, name=item.name,
                      from_version=item.from_version, to_version=item.to_version, decision=Decision.apply)
-            for item in items if item.type is step)
+            for item in latest.values())
     return steps

@@ -68,6 +68,33 @@ def test_an_item_a_killed_run_sent_to_a_site_tonight_cannot_sync_is_unknown_not_
     assert "known to be offline" in offline.reason and "could not be synced tonight" in offline.reason
 
 
+def killed_run(name: str, *writes: tuple[int, str, str, str]) -> OpenRun:
+    sent = Intent(id=1, run_id=name, kind="update", type=UpdateType.plugin, sent_at=datetime.now(UTC),
+                  answered=False, items=list(writes))
+    return OpenRun(run_id=name, run_dir=Path("."), started_at=datetime.now(UTC), intents=[sent])
+
+
+def test_each_of_several_killed_runs_writes_to_one_item_is_its_own_item():
+    """Found by the generated runs (three nights killed in a row, each after updating one plugin on the same
+    sites): the next night reported only the first run's write of each item, `updated` to the version that run
+    sent, and none of the later runs' writes. Each write now is an item of the run that sent it, landed when the
+    next run found the item moved on from where that write started; a write the next run sent again did not land."""
+    sites = {1: SiteRecord(id=1, url="https://one.example/", name="One")}
+    runs = [killed_run("first", (1, "seo", "1.0", "1.1")), killed_run("second", (1, "seo", "1.1", "1.2")),
+            killed_run("third", (1, "seo", "1.2", "1.3"))]
+    items = account_interrupted(runs, sites, [])
+    assert [(item.applied_by_run, item.from_version, item.to_version, item.outcome) for item in items] == [
+        ("first", "1.0", "1.1", Outcome.updated), ("second", "1.1", "1.2", Outcome.updated),
+        ("third", "1.2", "1.3", Outcome.updated)]
+    resent = [killed_run("lost", (1, "seo", "1.0", "1.1")), killed_run("again", (1, "seo", "1.0", "1.1"))]
+    assert [item.applied_by_run for item in account_interrupted(resent, sites, [])] == ["again"]
+    still = [DetectedUpdate(site_id=1, type=UpdateType.plugin, slug="seo", from_version="1.1", to_version="1.2")]
+    assert [(item.applied_by_run, item.to_version) for item in account_interrupted(runs[:2], sites, still)] == [
+        ("first", "1.1")], "the last write still pending: the new run applies it as its own"
+    judged = steps_to_judge(account_interrupted(runs, sites, []))[UpdateType.plugin]
+    assert [(item.slug, item.to_version) for item in judged] == [("seo", "1.3")], "the site judged once, as it is"
+
+
 def test_a_site_a_killed_run_wrote_to_is_judged_after_its_plugins_else_after_its_last_step():
     """What the next night blames a site found down on: the plugins sent it where any was (the step whose break
     can be contained and revived), else the last type sent; never an item the killed run did not land."""

@@ -13,9 +13,10 @@ from tests.pipeline.night_invariants import KINDS, NightsMachine
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 TestNightInvariants = pytest.mark.long(35)(NightsMachine.TestCase)  # its sequences lead a worker's share
-# three sequences (the first three of the four it ran before, derandomized): the suite's 8 minutes on 2 cores had
-# no room left for the fourth's 20 s; `bench/invariants.py` runs the hundreds
-TestNightInvariants.settings = settings(max_examples=3, stateful_step_count=8, deadline=None, derandomize=True,
+# two derandomized sequences: since each draw kills a night for real (a `fleet nightly` process) and closes windows
+# on synced work, a sequence costs more, and the suite's 8 minutes on 2 cores have no room for a third;
+# `bench/invariants.py` runs the hundreds
+TestNightInvariants.settings = settings(max_examples=2, stateful_step_count=8, deadline=None, derandomize=True,
                                         phases=[Phase.explicit, Phase.generate], database=None,
                                         suppress_health_check=list(HealthCheck))
 
