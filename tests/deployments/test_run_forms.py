@@ -149,7 +149,34 @@ async def submit_and_read(page: Any, prefect_ui: PrefectUI, deployment: str) -> 
     return runs[0]
 
 
+def form_defaults(prefect_ui: PrefectUI, deployment: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A deployment's parameter schema, and the values its run form opens with (its defaults, the required ones
+    filled)."""
+    schema = prefect_ui.api("GET", f"/deployments/{prefect_ui.deployments[deployment]}")["parameter_openapi_schema"]
+    values = {name: field["default"] for name, field in schema["properties"].items() if "default" in field}
+    return schema, values | REQUIRED.get(deployment, {})
+
+
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)
+def test_every_run_form_validates_as_it_opens_where_the_ui_validates_it(prefect_ui: PrefectUI, deployment: str) -> None:
+    """Every deployment's form, checked by the server's own endpoint the UI asks before it sends a run
+    (`POST /ui/schemas/validate`); a schema that leaves `null` out of a field whose default is None is refused there
+    (the fault the browser tests below found first). Three forms also go through the browser."""
+    schema, values = form_defaults(prefect_ui, deployment)
+    answer = prefect_ui.api("POST", "/ui/schemas/validate", json={"schema": schema, "values": values})
+    assert answer["valid"], (deployment, answer["errors"])
+    nullable = next(name for name, value in values.items() if value is None)
+    strict = json.loads(json.dumps(schema))
+    field = strict["properties"][nullable]
+    field["anyOf"] = [option for option in field.get("anyOf", [field]) if option.get("type") != "null"]
+    refused = prefect_ui.api("POST", "/ui/schemas/validate", json={"schema": strict, "values": values})
+    assert not refused["valid"], f"{deployment}: {nullable} without null was not refused"
+
+
+# the browser opens three forms (the nightly, one with a required field, a fan-out's): each costs the suite 6 to 8 s
+# of a loaded machine; every form is validated where the UI validates it above
+@pytest.mark.parametrize("deployment", ["nightly-maintenance/nightly", "report/report",
+                                        "maintain-dashboards/maintain-dashboards"])
 async def test_each_custom_run_form_submits_as_it_opens(prefect_ui: PrefectUI, browser: Any, deployment: str) -> None:
     page = await open_run_form(browser, prefect_ui, deployment)
     required = REQUIRED.get(deployment, {})

@@ -64,26 +64,6 @@ def sites_with_plugin_updates(emulator: Dashboard, moving: str | None = None) ->
             and (moving is None or moving_content(site) == moving)]
 
 
-async def test_a_carousel_site_passes_two_nights_without_a_false_alarm(dashboard, tmp_path: Path) -> None:
-    emulator = dashboard(sites=30, seed=21)
-    chosen = sites_with_plugin_updates(emulator, "carousel")[:1]
-    assert len(chosen) == 1
-    ids = [str(site.id) for site in chosen]
-    policy = write_policy(tmp_path)
-    first, _ = read_run(await night(ids, policy))
-    for site in chosen:  # a new release of one plugin for the second night
-        slug = next(iter(site.plugins))
-        emulator.post("offers", {"site_id": site.id, "type": "plugin", "slug": slug, "version": "99.0.0"})
-    second, _ = read_run(await night(ids, policy))
-    for summary in (first, second):
-        assert {look.site_id for look in summary.looks} == {site.id for site in chosen}
-        assert all(look.band is Band.healthy for look in summary.looks), [look.headline for look in summary.looks]
-        assert not summary.broken and not summary.approval
-        assert any(item.outcome is Outcome.updated for item in summary.items)
-    pages = [page for look in second.looks for page in look.pages]
-    assert {page.page for page in pages} >= {"home"} and all(page.score is not None for page in pages)
-
-
 # one mode: the night's path (shots, judging, containment, the report) is the same for every break the scores call
 # broken, and each mode's score is tested where it is made (tests/visual/test_capture.py, css and blank); the
 # night's second mode cost the suite 25 to 60 s on 2 cores
@@ -157,7 +137,8 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
         dashboard, tmp_path: Path, monkeypatch) -> None:
     """Two nights, one emulator, one state home: a site left healthy with nothing applied since is not shot before
     its first update on the second night (its baseline is the first night's last shot, its mask the one learned),
-    and the second night still tells a break from what moves by itself."""
+    and the second night still tells a break from what moves by itself: a carousel's site passes both nights
+    without a false alarm (this test took over that test's two nights, for the suite's time)."""
     emulator = dashboard(sites=30, seed=24)
     carousel = sites_with_plugin_updates(emulator, "carousel")[:1]
     calm = [s for s in sites_with_plugin_updates(emulator, "") if len(offered_plugins(s)) >= 1][:2]
@@ -176,6 +157,7 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
     first_run = await night(ids, policy)
     first, _ = read_run(first_run)
     assert all(look.band is Band.healthy for look in first.looks) and len(first.looks) == 3
+    assert not first.broken and not first.approval and any(item.outcome is Outcome.updated for item in first.items)
     first_baselines = [label for label, _ in shots if label.startswith("before")]
     assert len(first_baselines) == 2 * 3 * 2, "two shots of two pages of three sites on the first night"
 
@@ -192,7 +174,10 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
     assert [alarm.site_id for alarm in second.broken] == [broken.id]
     assert second.broken[0].containment.culprit.slug == bad_slug
     bands = {look.site_id: look.band for look in second.looks}
+    # the carousel's site moves by itself between every shot and is healthy on both nights: no false alarm
     assert bands == {broken.id: Band.broken, **{site.id: Band.healthy for site in chosen if site is not broken}}
+    assert not second.approval and all(page.score is not None for look in second.looks for page in look.pages)
+    assert {page.page for look in second.looks for page in look.pages} >= {"home"}
     # the carried baseline is the first night's last shot of the page, byte for byte (the shot a report keeps is the
     # first step's: the last one for a site with one step that changes its look)
     one_step = [site for site in chosen if len({item.type for item in first.items if item.site_id == site.id
