@@ -53,6 +53,7 @@ from cli.demo import dashboard_environment, feed_environment
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.model.summary import NOT_ATTEMPTED, Outcome, Summary
+from fleet.model.wordpress_version import version_compare
 from fleet.rules.plan import Plan
 from fleet.rules.policy import parse_policy
 from fleet.rules.windows import availability
@@ -239,10 +240,16 @@ class NightsMachine(RuleBasedStateMachine):
 
     def reach(self, version: str, which: set[int]) -> None:
         """The sites `which` are offered `version`, with its fault: a visual break is marked on the version the
-        site offers now, so it shows once that version is installed and switched on."""
+        site offers now, so it shows once that version is installed and switched on. A site already at `version`
+        or past it is offered nothing (the emulator's offer would list it: the runs then "updated" a plugin to the
+        version it had, or down to an older one, and reported a write twice; found by the 500-sequence run)."""
         kind = self.releases[version].kind
+        sites = self.truth()["sites"]
         for index in sorted(which):
             site = self.sites[index % len(self.sites)]
+            installed = ((sites.get(str(site)) or {}).get("plugins", {}).get(self.slug) or {}).get("version")
+            if installed and version_compare(version, installed) <= 0:
+                continue  # WordPress offers a plugin's update only above the version installed
             self.post("offers", {"site_id": site, "type": "plugin", "slug": self.slug, "version": version})
             self.post("faults/items", {"site_id": site, "type": "plugin", "slug": self.slug, "mode": FAULT[kind]})
             if kind == "visual":
