@@ -58,6 +58,9 @@ class LocalPrefectServer:
     cost about 4 of the 9 s of CPU a start takes on 2 cores."""
 
     _blank_database: ClassVar[Path | None] = None
+    # PREFECT_* settings every server of this process starts with, under its own `settings` (the test suite turns
+    # off a service none of its readers needs)
+    base_settings: ClassVar[dict[str, str]] = {}
 
     def __init__(self, home: Path, settings: dict[str, str] | None = None, startup_timeout: float = 180) -> None:
         self.home = home.resolve()
@@ -80,7 +83,7 @@ class LocalPrefectServer:
         blank = LocalPrefectServer._blank_database
         if blank is not None and blank.is_file() and not database.exists():
             shutil.copyfile(blank, database)
-        env = clean_environment(self.home, PREFECT_UI_API_URL=self.api_url, **self.settings)
+        env = clean_environment(self.home, PREFECT_UI_API_URL=self.api_url, **{**self.base_settings, **self.settings})
         with self.log.open("wb") as log:  # the process keeps its own handle
             self._process = subprocess.Popen(self.argv, env=env, stdout=log,  # noqa: S603 - our own command
                                              stderr=subprocess.STDOUT, start_new_session=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.local_http import LOCAL_HTTP
-from tests.prefect_home import own_prefect_home
+from tests.prefect_home import migrated_blank_database, own_prefect_home, start_from
 from tests.tls import Certificate, self_signed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +25,7 @@ PACKAGES = ("cli", "deployments", "flows", "tasks", "orchestration", "reporting"
 
 
 PREFECT_HOME = own_prefect_home(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+BLANK_DATABASE = "TESTS_PREFECT_BLANK_DATABASE"  # the run's migrated blank database, for the workers too
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -32,6 +33,20 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis.configuration import set_hypothesis_home_dir
 
     set_hypothesis_home_dir(ROOT / ".hypothesis")
+    # Every Prefect database of the run starts migrated: the first process makes the blank one before xdist starts
+    # its workers (they inherit its environment), each process's home and `prefect server start` copy it.
+    if BLANK_DATABASE not in os.environ:
+        folder = Path(tempfile.mkdtemp(prefix="prefect-blank-run-"))
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        os.environ[BLANK_DATABASE] = str(migrated_blank_database(folder))
+    blank = Path(os.environ[BLANK_DATABASE])
+    start_from(blank, PREFECT_HOME / "prefect.db")  # the temporary servers of this process's subprocess nights
+    from cli.local_prefect import LocalPrefectServer
+
+    LocalPrefectServer._blank_database = blank
+    # Nor do the `prefect server start` servers write task runs' states into their databases (no test reads a task
+    # run from the API): the task run recorder was a quarter of the in-process servers' CPU (tests/prefect_home.py).
+    LocalPrefectServer.base_settings = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED": "false"}
 
 
 @pytest.hookimpl(trylast=True)  # after the random order (pytest-randomly) and pytest's grouping by fixture
@@ -121,10 +136,24 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
-    """One Prefect test server per test process (about 9 s to start), its database in a temporary directory."""
+    """One Prefect test server per test process (about 9 s to start), its database in a temporary directory: a
+    copy of the run's migrated blank one, put where the harness makes its database (`prefect-test.db` in the
+    directory it asks `mkdtemp` for), so that it migrates nothing."""
+    from unittest import mock
+
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    made: list[Path] = []
+
+    def seeded(*args: object, **kwargs: object) -> str:
+        folder = tempfile.mkdtemp()
+        made.append(Path(folder) / "prefect-test.db")
+        start_from(Path(os.environ[BLANK_DATABASE]), made[-1])
+        return folder
+
+    with mock.patch("prefect.testing.utilities.mkdtemp", seeded), prefect_test_harness(server_startup_timeout=120):
+        assert made and str(made[-1]) in PREFECT_SERVER_DATABASE_CONNECTION_URL.value(), "the harness's database moved"
         yield
         drop_unsent_prefect_items()
 
