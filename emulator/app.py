@@ -12,12 +12,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from emulator.abilities.routes import abilities_routes
-from emulator.auth import credentials
 from emulator.capacity import Capacity, ConnectionLimits, SlowSites
 from emulator.clock import Clock
 from emulator.config import EmulatorConfig
+from emulator.credentials_file import credentials
 from emulator.dispatch import dispatch, json_response
 from emulator.faults import FaultController, install_faults, load_profile
+from emulator.feed_control import FeedControl
 from emulator.gateway import GatewayMiddleware
 from emulator.ground_truth import ground_truth_routes
 from emulator.guard import GuardDesk
@@ -29,12 +30,13 @@ from emulator.rest_v1 import build_v1_routes
 from emulator.rest_v2.routes import build_v2_routes
 from emulator.site_pages import site_page_routes
 from emulator.state import FleetState
-from emulator.vulnerabilities import FeedControl, vulnerability_routes
+from emulator.vulnerabilities import vulnerability_routes
 
 
 @dataclass
 class Emulator:
-    """Everything a handler needs: `request.app.state.emulator` in Starlette."""
+    """Everything a handler needs: `request.app.state.emulator` in Starlette. The modules below this one name it
+    by the members they use, `emulator.services.Emulator`."""
 
     config: EmulatorConfig
     state: FleetState
@@ -146,7 +148,8 @@ def create_app(config: EmulatorConfig, state: FleetState | None = None) -> Starl
         Route("/wp-json", wp_json, methods=methods),
         Route("/wp-json/{path:path}", wp_json, methods=methods),  # the catch-all: keep it last
     ]
-    app = Starlette(routes=routes, lifespan=lambda _app: running_jobs(emulator))  # the job runner: the dashboard's cron
+    # the job runner: the dashboard's cron
+    app = Starlette(routes=routes, lifespan=lambda _app: running_jobs(emulator.jobs, emulator.capacity))
     app.state.emulator = emulator
     app.add_middleware(GatewayMiddleware, emulator=emulator)  # inside the faults: network faults hold no worker
     install_faults(app)

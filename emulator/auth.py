@@ -8,14 +8,13 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from emulator.records import ApiKey, V1Key
-from emulator.site_pages import site_url_template
 
 if TYPE_CHECKING:
-    from emulator.state import FleetState
+    from emulator.config import EmulatorConfig
 
 APP_USER = "admin"
 V2_PERMISSIONS = {"read": "read", "write": "write", "read,write": "read_write", "both": "read_write"}
@@ -33,6 +32,30 @@ ALLOWED = {
 }
 
 
+class CredentialStore(Protocol):
+    """The part of the dashboard's state the credentials live in: `FleetState`'s. A Protocol, because the state
+    issues its bootstrap credentials here when it opens, so this module cannot import it back."""
+
+    config: EmulatorConfig
+    meta: dict[str, Any]
+    api_keys: dict[int, ApiKey]
+    keys_by_hash: dict[str, int]
+    v1_keys: dict[str, V1Key]
+    now: Callable[[], float]
+
+    def next_id(self, kind: str, existing: dict[int, Any]) -> int: ...
+
+    def save_meta(self) -> None: ...
+
+    def save_api_key(self, key: ApiKey) -> None: ...
+
+    def delete_api_key(self, key: ApiKey) -> None: ...
+
+    def save_v1_key(self, key: V1Key) -> None: ...
+
+    def delete_v1_key(self, ck_hash: str) -> None: ...
+
+
 class AuthFailure(Exception):
     """A refused credential; `code` is namespaced, the HTTP status is always 401 as on the real dashboard."""
 
@@ -47,7 +70,7 @@ def _hash_secret(secret: str, salt: str) -> str:
     return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
 
 
-def hash_consumer_key(state: FleetState, consumer_key: str) -> str:
+def hash_consumer_key(state: CredentialStore, consumer_key: str) -> str:
     """The lookup hash of a consumer key (the dashboard's `hash_hmac('sha256', ck, '<ns>-api')`)."""
     return hmac.new(f"{state.config.namespace}-api".encode(), consumer_key.encode(), hashlib.sha256).hexdigest()
 
@@ -62,7 +85,7 @@ def bearer_token(consumer_key: str, consumer_secret: str) -> str:
 
 
 def create_api_key(
-    state: FleetState, description: str, permissions: str, enabled: bool = True
+    state: CredentialStore, description: str, permissions: str, enabled: bool = True
 ) -> tuple[ApiKey, str, str]:
     """A new v2 key; the plaintext pair is returned once and never stored."""
     consumer_key, consumer_secret = new_key_pair()
@@ -82,7 +105,12 @@ def create_api_key(
 
 
 def create_v1_key(
-    state: FleetState, consumer_key: str, consumer_secret: str, description: str, perms: str, enabled: bool = True
+    state: CredentialStore,
+    consumer_key: str,
+    consumer_secret: str,
+    description: str,
+    perms: str,
+    enabled: bool = True,
 ) -> V1Key:
     salt = secrets.token_hex(8)
     key = V1Key(
@@ -98,7 +126,7 @@ def create_v1_key(
     return key
 
 
-def find_api_key(state: FleetState, identifier: str) -> ApiKey | None:
+def find_api_key(state: CredentialStore, identifier: str) -> ApiKey | None:
     """By numeric key id or by `ck_<40 hex>` consumer key."""
     if identifier.isdigit():
         return state.api_keys.get(int(identifier))
@@ -113,7 +141,7 @@ BOOTSTRAP_KEYS = (
 )
 
 
-def bootstrap_credentials(state: FleetState) -> None:
+def bootstrap_credentials(state: CredentialStore) -> None:
     """The keys a fresh dashboard starts with: read_write, read and disabled (each also a v1 key, as the
     dashboard's UI writes both stores), and an application password. Only salted hashes are stored; the
     plaintext lives in memory (`meta["bootstrap"]`, never written) and in the credentials file."""
@@ -137,7 +165,7 @@ def bootstrap_credentials(state: FleetState) -> None:
     state.save_meta()
 
 
-def _still_valid(state: FleetState, previous: dict[str, Any]) -> bool:
+def _still_valid(state: CredentialStore, previous: dict[str, Any]) -> bool:
     """Whether a credentials file's bootstrap keys and application password still open this dashboard."""
     try:
         keys = previous["api_keys"]
@@ -156,7 +184,7 @@ def _still_valid(state: FleetState, previous: dict[str, Any]) -> bool:
         return False
 
 
-def restore_bootstrap_credentials(state: FleetState, previous: dict[str, Any] | None) -> None:
+def restore_bootstrap_credentials(state: CredentialStore, previous: dict[str, Any] | None) -> None:
     """After a restart the database holds only hashes: take the plaintext back from the previous credentials
     file when it still matches, or else issue fresh bootstrap credentials (the old ones stop working)."""
     if previous is not None and _still_valid(state, previous):
@@ -174,31 +202,7 @@ def restore_bootstrap_credentials(state: FleetState, previous: dict[str, Any] | 
     bootstrap_credentials(state)
 
 
-def credentials(state: FleetState, base_url: str, admin_token: str) -> dict[str, Any]:
-    """The credentials file: every api key as its bearer token string."""
-    boot = state.meta["bootstrap"]
-    keys = boot["api_keys"]
-    root = base_url.rstrip("/")
-    return {
-        "dashboard_url": root.removesuffix("/wp-json"),  # the site root: what MainWP clients call the dashboard URL
-        "base_url": root,
-        "namespace": state.config.namespace,
-        "abilities_url": f"{root}/wp-abilities/v1",
-        "api_keys": {role: bearer_token(k["consumer_key"], k["consumer_secret"]) for role, k in keys.items()},
-        "v1": {
-            "consumer_key": keys["read_write"]["consumer_key"],
-            "consumer_secret": keys["read_write"]["consumer_secret"],
-        },
-        "application_password": dict(boot["application_password"]),
-        "admin_token": admin_token,
-        "site_url_template": site_url_template(root.removesuffix("/wp-json")),
-        "time_scale": state.config.time_scale,  # its clock against the wall: the night's FLEET_TIME_SCALE
-        # its Wordfence-shaped feed about its own fleet (FLEET_VULN_FEED; the admin token is the feed's key)
-        "vulnerability_feed": f"{root.removesuffix('/wp-json')}/__emulator__/vulnerabilities/production",
-    }
-
-
-def verify_application_password(state: FleetState, username: str, password: str) -> bool:
+def verify_application_password(state: CredentialStore, username: str, password: str) -> bool:
     """The WordPress application-password check the Abilities interface uses (spaces are ignored)."""
     record = state.meta.get("application_password")
     if not record:
@@ -236,7 +240,7 @@ def _v2_pair(headers: Mapping[str, str], query: Mapping[str, Any], ns: str) -> t
     return None
 
 
-def check_api_key(state: FleetState, consumer_key: str, consumer_secret: str) -> ApiKey:
+def check_api_key(state: CredentialStore, consumer_key: str, consumer_secret: str) -> ApiKey:
     ns = state.config.namespace
     key_id = state.keys_by_hash.get(hash_consumer_key(state, consumer_key))
     key = None if key_id is None else state.api_keys.get(key_id)
@@ -247,7 +251,7 @@ def check_api_key(state: FleetState, consumer_key: str, consumer_secret: str) ->
     return key
 
 
-def check_method(state: FleetState, key: ApiKey, method: str) -> None:
+def check_method(state: CredentialStore, key: ApiKey, method: str) -> None:
     need = METHOD_NEEDS.get(method.upper())
     if need is not None and key.permissions not in ALLOWED[need]:
         raise AuthFailure(
@@ -256,7 +260,9 @@ def check_method(state: FleetState, key: ApiKey, method: str) -> None:
         )
 
 
-def authenticate_v2(state: FleetState, method: str, headers: Mapping[str, str], query: Mapping[str, Any]) -> ApiKey:
+def authenticate_v2(
+    state: CredentialStore, method: str, headers: Mapping[str, str], query: Mapping[str, Any]
+) -> ApiKey:
     """A REST v2 request's key, or AuthFailure with the dashboard's exact 401 body."""
     ns = state.config.namespace
     pair = _v2_pair(headers, query, ns)
@@ -274,7 +280,9 @@ V1_ERROR = (
 )
 
 
-def authenticate_v1(state: FleetState, method: str, headers: Mapping[str, str], query: Mapping[str, Any]) -> V1Key:
+def authenticate_v1(
+    state: CredentialStore, method: str, headers: Mapping[str, str], query: Mapping[str, Any]
+) -> V1Key:
     """Legacy v1: query pair or X-Api-Key JSON header; the v2 key check also runs first, as on the real one."""
     ns = state.config.namespace
     brand = "MainWP" if ns == "mainwp" else ns.upper()

@@ -15,7 +15,7 @@ from emulator.json_input import LARGE_BYTES, off_the_loop_if
 from emulator.rest import RestError, RestRequest, RestResponse, RestRoutes, no_route, parse_body, parse_php_pairs
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 log = logging.getLogger(__name__)
 

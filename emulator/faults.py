@@ -45,7 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from emulator.visual_faults import VISUAL_ITEM_TYPES, mark_release
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.clock import Clock
     from emulator.operations import FaultMode, SiteOperations
     from emulator.state import FleetState
 
@@ -386,15 +386,16 @@ async def request_identity(scope: Scope, receive: Receive) -> tuple[Receive, str
 class FaultMiddleware:
     """ASGI middleware applying the emulator's fault profile to every dashboard request."""
 
-    def __init__(self, app: ASGIApp, emulator: Emulator) -> None:
+    def __init__(self, app: ASGIApp, faults: FaultController, clock: Clock) -> None:
         self.app = app
-        self.emulator = emulator
+        self.faults = faults
+        self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].startswith(EXEMPT_PREFIXES):
             await self.app(scope, receive, send)
             return
-        controller = self.emulator.faults
+        controller = self.faults
         if controller.answer_lost(scope["path"]):
             await self._lose_after_processing(scope, receive, send)
             return
@@ -404,7 +405,7 @@ class FaultMiddleware:
         receive, identity = await request_identity(scope, receive)
         latency, outcome, status = controller.decide_request(identity)
         if latency > 0:
-            await self.emulator.clock.sleep(latency)
+            await self.clock.sleep(latency)
         if outcome == "throttle":
             response: Response = JSONResponse(
                 _THROTTLE_BODY, 429, headers={"Retry-After": str(controller.profile.retry_after_seconds)})
@@ -454,7 +455,8 @@ class _QuietDrops(logging.Filter):
 
 def install_faults(app: Starlette) -> None:
     """Put the fault middleware in front of an app from `create_app`, and keep the cut connections out of the log."""
-    app.add_middleware(FaultMiddleware, emulator=app.state.emulator)
+    emulator = app.state.emulator
+    app.add_middleware(FaultMiddleware, faults=emulator.faults, clock=emulator.clock)
     quiet = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietDrops) for f in quiet.filters):
         quiet.addFilter(_QuietDrops())

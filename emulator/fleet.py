@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from emulator.records import Client, Cost, Heartbeat, Item, Monitor, Post, Site, SiteUser, Tag
-
-if TYPE_CHECKING:
-    from emulator.state import FleetState
 
 PLUGINS = [
     ("akismet/akismet.php", "Akismet Anti-spam: Spam Protection", "5.7"),
@@ -340,12 +336,3 @@ def _generate_monitor(site: Site, rng: random.Random, now: float) -> Monitor:
     monitor.last_status_code = beats[-1].http_code
     return monitor
 
-
-def tag_sites(state: FleetState, name: str, count: int) -> list[int]:
-    """Tag the first `count` sites that answer with `name` (the tag made if missing), as a person tags canaries in
-    MainWP; returns their ids."""
-    tag = next((tag for tag in state.tags.values() if tag.name == name), None) or state.add_tag(name)
-    chosen = [site for site in sorted(state.sites.values(), key=lambda site: site.id) if site.reachable][:count]
-    for site in chosen:
-        state.set_site_tags(site, [*site.tag_ids, tag.id])
-    return [site.id for site in chosen]

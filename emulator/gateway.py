@@ -23,7 +23,7 @@ from emulator.faults import EXEMPT_PREFIXES
 RECHECK_SECONDS = 0.005
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 
 

@@ -27,7 +27,7 @@ from emulator.site_pages import front_end_status
 from emulator.visual_faults import VISUAL_ITEM_TYPES, VISUAL_MODES, break_directly, mark_release, visual_break
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 PREFIX = "/__emulator__"
 log = logging.getLogger(__name__)

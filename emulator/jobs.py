@@ -25,7 +25,7 @@ from emulator.records import ItemType, Site
 from emulator.state import FleetState
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.capacity import Capacity
 
 log = logging.getLogger(__name__)
 
@@ -323,8 +323,8 @@ class JobRunner:
 
     IDLE_WAKE_SECONDS = 0.05
 
-    def __init__(self, emulator: Emulator) -> None:
-        self.jobs = emulator.jobs
+    def __init__(self, jobs: BatchJobs) -> None:
+        self.jobs = jobs
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
 
@@ -359,12 +359,12 @@ class JobRunner:
 
 
 @contextlib.asynccontextmanager
-async def running_jobs(emulator: Emulator) -> AsyncIterator[None]:
+async def running_jobs(jobs: BatchJobs, capacity: Capacity) -> AsyncIterator[None]:
     """The job runner for the length of an app's lifespan (a Starlette `lifespan`: it yields no state)."""
-    runner = JobRunner(emulator)
+    runner = JobRunner(jobs)
     runner.start()
     try:
         yield
     finally:
         await runner.stop()
-        await emulator.capacity.stop()
+        await capacity.stop()

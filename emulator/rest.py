@@ -18,8 +18,8 @@ from emulator.json_input import JsonInputError, decode_json
 from emulator.scope import EmulatorScope
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
     from emulator.records import ApiKey
+    from emulator.services import Emulator
 
 EDITABLE = "POST,PUT,PATCH"
 READ = "GET"

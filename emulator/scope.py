@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
     from emulator.jobs import BatchJobs
     from emulator.operations import SiteOperations
+    from emulator.services import Emulator
     from emulator.state import FleetState
 
 

@@ -34,7 +34,7 @@ from emulator.site_theme import page_html, page_paths, published, stylesheet, st
 from emulator.visual_faults import visual_break
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 PREFIX = "/__sites__"
 CRITICAL_ERROR = "<p>There has been a critical error on this website.</p>"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
+from emulator.auth import bearer_token, bootstrap_credentials, hash_consumer_key, restore_bootstrap_credentials
 from emulator.config import EmulatorConfig
 from emulator.fleet import connected_child, generate_fleet
 from emulator.records import (
@@ -123,8 +124,6 @@ class FleetState:
         return state
 
     def _generate(self, now: float) -> None:
-        from emulator.auth import bootstrap_credentials
-
         fleet = generate_fleet(self.config.sites, self.config.seed, now)
         self.meta = {"namespace": self.config.namespace, "created": now, "next_ids": {}}
         for site in fleet.sites:
@@ -152,8 +151,6 @@ class FleetState:
         self.save_meta()
 
     def _load(self) -> None:
-        from emulator.auth import bearer_token, hash_consumer_key, restore_bootstrap_credentials
-
         self.meta = self.store.load("meta").get("meta", {})
         if self.meta.get("namespace") != self.config.namespace:
             raise ValueError(
@@ -655,6 +652,15 @@ class FleetState:
     def set_site_tags(self, site: Site, tag_ids: list[int]) -> None:
         site.tag_ids = sorted({t for t in tag_ids if t in self.tags})
         self.save_site(site)
+
+    def tag_first_sites(self, name: str, count: int) -> list[int]:
+        """Tag the first `count` sites that answer with `name` (the tag made if missing), as a person tags canaries
+        in MainWP; returns their ids."""
+        tag = next((tag for tag in self.tags.values() if tag.name == name), None) or self.add_tag(name)
+        chosen = [site for site in sorted(self.sites.values(), key=lambda site: site.id) if site.reachable][:count]
+        for site in chosen:
+            self.set_site_tags(site, [*site.tag_ids, tag.id])
+        return [site.id for site in chosen]
 
     # ---- clients -------------------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from emulator.fleet import CORE_LATEST, PLUGINS, THEMES, _bump
 from emulator.ground_truth import PREFIX, GroundTruthError, _authorised, admin_only, json_object
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 LATE_HOURS = 12  # the seed's records published between nights: this long after the fleet was made
 FAULTS = ("401", "403", "410", "429", "cut", "broken", "empty", "odd")
@@ -123,15 +123,6 @@ def fleet_records(seed: int, created: float) -> list[tuple[float, dict[str, Any]
     add(created - 20 * 86400, "core", "wordpress", "WordPress", to_version=CORE_LATEST, to_inclusive=False,
         patched=[CORE_LATEST])
     return records
-
-
-class FeedControl:
-    """The feed's switches: a fault for the next answers, and records published by hand."""
-
-    def __init__(self) -> None:
-        self.fault: str | None = None
-        self.retry_after = 120
-        self.published: list[dict[str, Any]] = []
 
 
 def _body(emulator: Emulator) -> bytes:

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from cli.demo import dashboard_environment, feed_environment
 from emulator.app import create_app
 from emulator.config import ALL_MODULES, EmulatorConfig
-from emulator.fleet import tag_sites
 from emulator.gateway import HEAD_LIMIT_BYTES
 from emulator.guard import arm_sites
 from emulator.state import FleetState
@@ -122,7 +121,7 @@ def serve(
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     emulator = application.state.emulator
-    tagged = tag_sites(emulator.state, "canary", canary) if canary else []
+    tagged = emulator.state.tag_first_sites("canary", canary) if canary else []
     guarded = arm_guards(emulator.state, guard)
     server = uvicorn.Server(
         uvicorn.Config(application, host=host, port=port, log_level="warning", lifespan="on", access_log=False,

@@ -13,7 +13,7 @@ from emulator.records import Client, Site, Tag
 from emulator.scope import EmulatorScope
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
+    from emulator.services import Emulator
 
 DEFAULT_CONFIRM_MESSAGE = "This is a destructive operation. Set confirm: true or use dry_run: true for preview."
 

@@ -23,8 +23,8 @@ from emulator.dispatch import json_response
 from emulator.json_input import LARGE_BYTES, JsonInputError, decode_json, off_the_loop_if
 
 if TYPE_CHECKING:
-    from emulator.app import Emulator
     from emulator.records import ApiKey
+    from emulator.services import Emulator
 
 log = logging.getLogger(__name__)
 
