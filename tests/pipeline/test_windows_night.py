@@ -14,7 +14,12 @@ import pytest
 import yaml
 from prefect import flow
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterStartTime,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
 from prefect.client.schemas.objects import StateType
 from prefect.flow_runs import aresume_flow_run
 from prefect.settings import PREFECT_API_URL
@@ -130,15 +135,19 @@ def _tokyo():
 
 
 async def _paused_run(night: asyncio.Task):
-    """The flow run that `night` paused for approval, as soon as the server says so. No deadline of its own (a busy
-    machine once took longer than the 60 s it had): the test's timeout bounds it, and a night that ends without
-    pausing fails at once, with what it returned or raised."""
+    """The flow run that `night` paused for approval, as soon as the server says so: a run paused since this call
+    (the night's task has not begun yet when it is made), never one an earlier test on this worker's server left
+    paused. No deadline of its own (a busy machine once took longer than the 60 s it had): the test's timeout
+    bounds it, and a night that ends without pausing fails at once, with what it returned or raised."""
+    since = datetime.now(UTC) - timedelta(seconds=1)  # the server's clock is this machine's; a second for rounding
     async with get_client() as client:
         while not night.done():
             runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
+                start_time=FlowRunFilterStartTime(after_=since)))
             runs = [run for run in runs if run.state and run.state.state_details.run_input_keyset]
             if runs:
+                assert len(runs) == 1, f"more than one night paused: {[run.name for run in runs]}"
                 return runs[0]
             await asyncio.sleep(0.25)
     raise AssertionError(f"the night ended without pausing for approval: {night.result()!r}")
