@@ -606,5 +606,5 @@ def build_report(
         revived_sites=Rows.split(revived, MAX_NAMED),
         planned_from=planned_from(summary.last_sync) if summary.dry_run else "",
         security=security_section(summary, security_rows(summary.items) if security_items is None else security_items,
-                                  summary.exposure, client=client, tidy=clean),
+                                  client=client, tidy=clean),
     )

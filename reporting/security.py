@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
-from fleet.model.summary import Outcome, Summary
-from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice, with_reason
-from fleet.model.vulnerability import Exposure, Security, Vulnerability, published_at
+from fleet.model.summary import Summary
+from fleet.model.vocabulary import LIST_SEPARATOR, count, operator_voice
+from fleet.model.vulnerability import Security
 from reporting.rows import ItemRow
+from reporting.vulnerable_items import VulnerableItem, vulnerable_items
 
 MAX_ROWS = 20  # rows of a list in the text and Markdown reports (the HTML has every one)
 SHOWN = 10  # rows of a list in the HTML in full; the rest folded, one short row each
@@ -39,7 +40,7 @@ class SecuritySection:
     attribution: str
     not_installed: list[SecurityRow] = field(default_factory=list)  # fixes offered, not installed: still vulnerable
     fixed: list[SecurityRow] = field(default_factory=list)
-    open: list[SecurityRow] = field(default_factory=list)  # no fix offered (pending or installed)
+    open: list[SecurityRow] = field(default_factory=list)  # no fix offered: pending, installed, left by a fix
     alarm: str = ""  # the operator's head line when fixes were not installed: their count by word
     no_fix_plan: str = NO_FIX_PLAN
     measures: str = ""  # the operator's: exposure across nights
@@ -54,10 +55,6 @@ class SecuritySection:
 def security_rows(items: list[ItemRow]) -> list[ItemRow]:
     """The items the section lists or counts: all but the routine ones and those never classed."""
     return [item for item in items if item.security is not None and item.security.security is not Security.routine]
-
-
-def _labels(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability]) -> str:
-    return "; ".join(v.label for v in vulnerabilities)
 
 
 def feed_line(summary: Summary, client: bool) -> str:
@@ -87,64 +84,29 @@ def span(hours: float) -> str:
     return f"{round(hours / 24)} days"
 
 
-def public_hours(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability], now: datetime) -> float | None:
-    """How long the oldest of these advisories has been public at `now` (None: no publication date given)."""
-    moments = [moment for v in vulnerabilities if (moment := published_at(v.published)) is not None]
-    return max(0.0, (now - min(moments)).total_seconds() / 3600) if moments else None
+def _row(entry: VulnerableItem) -> SecurityRow:
+    """A report's row of an entry: a fix installed is aged to its install, anything else to tonight."""
+    if entry.public_hours is None:
+        age = ""
+    elif entry.installed:
+        age = f"installed {span(entry.public_hours)} after its advisory"
+    else:
+        age = f"public for {span(entry.public_hours)}"
+    return SecurityRow(entry.site_name, entry.name, entry.type, entry.version, entry.labels, entry.fate, age)
 
 
-def _row(item: ItemRow, vulnerabilities: tuple[Vulnerability, ...], state: str, age: str) -> SecurityRow:
-    change = f"{item.from_version or '?'} → {item.to_version or '?'}"
-    return SecurityRow(item.site_name, item.name or item.slug, item.type.value, change, _labels(vulnerabilities),
-                       state, age)
-
-
-def _fate(item: ItemRow, dry_run: bool) -> str:
-    """What became of a fix, in the operator's word for its outcome: every hold is a hold, a skip a skip."""
-    if item.outcome is Outcome.updated:
-        return "would be installed" if dry_run else "installed"
-    return with_reason(operator_voice().term(item.outcome).word, item.reason)
-
-
-def security_section(summary: Summary, items: list[ItemRow], exposure: list[Exposure], *,
-                     client: str | None = None, tidy: Callable[[object, int], str] = lambda v, _: str(v)
-                     ) -> SecuritySection | None:
-    """The section of one report (a client's: its sites only, in plain words); None when there is nothing to
-    say and the feed was never set up. `tidy` makes each untrusted value one bounded line (the report's `clean`)."""
+def security_section(summary: Summary, items: list[ItemRow], *, client: str | None = None,
+                     tidy: Callable[[object, int], str] = lambda v, _: str(v)) -> SecuritySection | None:
+    """The section of one report (a client's: its sites only, in plain words), from the one sorting of every view
+    (`vulnerable_items`); None when there is nothing to say and the feed was never set up. `tidy` makes each
+    untrusted value one bounded line (the report's `clean`)."""
     is_client = client is not None
-    now = summary.finished_at
-    not_installed, fixed, still = [], [], []
-    words: Counter[str] = Counter()
-    since_advisory: list[float] = []  # hours from each installed fix's advisory to tonight
-    unchecked = 0
-    for item in items:
-        security = item.security
-        if security is None or (is_client and item.client != client):
-            continue
-        if security.security is Security.fixes:
-            public = public_hours(security.fixes, now)
-            if item.outcome is Outcome.updated:
-                age = "" if public is None or summary.dry_run else f"installed {span(public)} after its advisory"
-                fixed.append(_row(item, security.fixes, _fate(item, summary.dry_run), age))
-                since_advisory += [public] if public is not None else []
-            else:
-                age = "" if public is None else f"public for {span(public)}"
-                not_installed.append(_row(item, security.fixes, _fate(item, summary.dry_run), age))
-                words[operator_voice().term(item.outcome).word] += 1
-        elif security.security is Security.no_fix:
-            public = public_hours(security.open, now)
-            still.append(_row(item, security.open, "", "" if public is None else f"public for {span(public)}"))
-        elif security.security is Security.unchecked:
-            unchecked += 1
-    for exposed in exposure:
-        if not is_client or exposed.client == client:
-            public = public_hours(exposed.vulnerabilities, now)
-            still.append(SecurityRow(exposed.site_name, exposed.name or exposed.slug, exposed.type, exposed.version,
-                                     _labels(exposed.vulnerabilities), "",
-                                     "" if public is None else f"public for {span(public)}"))
+    found = vulnerable_items(summary, items, client=client)
+    fixed, not_installed, still = found.fixed, found.not_installed, found.open
     feed = summary.vulnerability_feed
     if feed is None and not (not_installed or fixed or still):
         return None
+    words = Counter(entry.word for entry in not_installed)
     by_word = LIST_SEPARATOR.join(f"{word} {n}" for word, n in sorted(
         words.items(), key=lambda pair: [term.word for term in operator_voice().ordered()].index(pair[0])))
     fixes_word = "would be installed" if summary.dry_run else "installed"
@@ -153,12 +115,14 @@ def security_section(summary: Summary, items: list[ItemRow], exposure: list[Expo
         parts.append(f"{len(not_installed)} not installed while vulnerable ({by_word})")
     if still:
         parts.append(f"{count(len(still), 'item')} with a known vulnerability and no fix yet")
-    if unchecked:
-        parts.append(f"{count(unchecked, 'item')} unchecked (never read as clean)")
+    if found.unchecked:
+        parts.append(f"{count(found.unchecked, 'item')} unchecked (never read as clean)")
 
-    def tidied(kept: list[SecurityRow]) -> list[SecurityRow]:
-        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)}) for row in kept]
+    def tidied(kept: list[VulnerableItem]) -> list[SecurityRow]:
+        return [replace(row, **{f.name: tidy(getattr(row, f.name), 300) for f in fields(row)})
+                for row in map(_row, kept)]
 
+    since_advisory = [entry.public_hours for entry in fixed if entry.installed and entry.public_hours is not None]
     return SecuritySection(
         sentence="; ".join(parts) + ".", feed=feed_line(summary, is_client),
         attribution=feed.attribution if feed is not None else "",

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 if TYPE_CHECKING:
-    from fleet.model.summary import Outcome as OutcomeType
-    from fleet.model.vulnerability import Vulnerability
     from reporting.rows import ReportSummary
 
 app = typer.Typer(help="The fleet's known vulnerabilities (the Wordfence Intelligence feed, matched each night); "
@@ -35,52 +33,22 @@ def _latest(run: Path | None) -> Path:
     return runs[-1]
 
 
-def _labels(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability]) -> str:
-    return "; ".join(v.label for v in vulnerabilities)
-
-
-def _fate(outcome: OutcomeType, summary: ReportSummary) -> str:
-    """What became of a fix, in the reports' words: installed, or the word of its outcome (held, failed, ...)."""
-    from fleet.model.summary import Outcome
-    from fleet.model.vocabulary import operator_voice
-
-    if outcome is Outcome.updated:
-        return "would be installed" if summary.dry_run else "installed"
-    return operator_voice().term(outcome).word
-
-
 def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
-    """(site, item, what, vulnerabilities) of every item with a known vulnerability, fixes and exposure alike; each
-    says how long its advisory has been public (or how soon after it the fix was installed)."""
-    from fleet.model.summary import Outcome
-    from fleet.model.vulnerability import Security
-    from reporting.security import public_hours, span
+    """(site, item, what, vulnerabilities) of every vulnerable item, as the reports sort them (fixed, not installed,
+    no fix offered); each says how long its advisory has been public (or how soon after it the fix was installed)."""
+    from reporting.security import span
+    from reporting.vulnerable_items import VulnerableItem, vulnerable_items
 
-    def public(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability], installed: bool = False) -> str:
-        hours = public_hours(vulnerabilities, summary.finished_at)
-        if hours is None:
-            return ""
-        return f" ({span(hours)} after its advisory)" if installed else f" (public for {span(hours)})"
+    def line(entry: VulnerableItem, what: str) -> tuple[str, str, str, str]:
+        if entry.public_hours is not None:
+            hours = span(entry.public_hours)
+            what += f" ({hours} after its advisory)" if entry.installed else f" (public for {hours})"
+        return (f"{entry.site_name} ({entry.site_url})", f"{entry.type} {entry.name}", f"{entry.version}: {what}",
+                entry.labels)
 
-    rows = []
-    for item in summary.items:
-        security = item.security
-        if security is None or security.security in (Security.routine, Security.unchecked):
-            continue
-        site = f"{item.site_name} ({item.site_url})"
-        name = f"{item.type.value} {item.name or item.slug}"
-        if security.security is Security.fixes:
-            installed = item.outcome is Outcome.updated and not summary.dry_run
-            rows.append((site, name, f"{item.from_version} → {item.to_version}: fix {_fate(item.outcome, summary)}"
-                         + public(security.fixes, installed), _labels(security.fixes)))
-        if security.open:
-            rows.append((site, name, f"{item.to_version or item.from_version}: no fix offered" + public(security.open),
-                         _labels(security.open)))
-    for exposed in summary.exposure:
-        rows.append((f"{exposed.site_name} ({exposed.site_url})", f"{exposed.type} {exposed.name or exposed.slug}",
-                     f"{exposed.version}: no fix offered" + public(exposed.vulnerabilities),
-                     _labels(exposed.vulnerabilities)))
-    return rows
+    found = vulnerable_items(summary, summary.items)
+    return ([line(entry, f"fix {entry.word}") for entry in found.fixed + found.not_installed]
+            + [line(entry, "no fix offered") for entry in found.open])
 
 
 @app.callback()
