@@ -46,7 +46,7 @@ from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
-from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord, fixes_only
+from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, PlanRequest, SiteRecord, fixes_only
 from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, refused
@@ -304,10 +304,10 @@ async def plan_night(
                                                    judge=request.run_checks)
     night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
                                                        request.dry_run)
-    plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
-                                   pending=quote(pending), ignored=quote(ignored), policy=night.policy,
-                                   selection=request.selection, dry_run=request.dry_run, settings=settings,
-                                   planned_for=request.at and moment, security=quote(night.security))
+    plan = await apply_policy_task(quote(PlanRequest(
+        run_id=night.run_id, created_at=started, sites=sites, pending=pending, ignored=ignored, policy=night.policy,
+        selection=request.selection, dry_run=request.dry_run, planned_for=request.at and moment,
+        security=night.security.items)), settings)
     del pending, ignored  # the plan holds them now
     if request.fixes_only:
         plan = fixes_only(plan, night.policy.security)
