@@ -53,7 +53,7 @@ from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, refused
 from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
-from flows.parameters import PlanMoment, SavedDashboard
+from flows.parameters import DryRun, FleetSelection, PlanMoment, PolicyFile, ReportDir, SavedDashboard
 from flows.sync import dashboard_memory, open_dashboard, run_in_chunks, select_fleet
 from orchestration.limits import night_lock
 from orchestration.progress import NightArtifact
@@ -425,23 +425,14 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
 
 @flow(name="update-fleet", log_prints=False)
 async def update_fleet(
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
     dashboard: SavedDashboard = None,
     at: PlanMoment = None,
 ) -> str:
-    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
-
-    Args:
-        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
-        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
-        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-        at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
-    """
+    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json."""
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=False, at=at)
     settings, _ = request.settings_and_policy()
