@@ -10,23 +10,18 @@ from prefect.utilities.annotations import quote
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection, SiteReport
 from fleet.rules.plan import SiteStatus
-from flows.parameters import SavedDashboard
+from flows.parameters import FleetSelection, SavedDashboard
 from flows.sync import open_dashboard, run_in_chunks, select_fleet
 from tasks.checks import check_sites_task, count_open_incidents_task
 
 
 @flow(name="check-fleet", log_prints=False)
 async def check_fleet(
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dashboard: SavedDashboard = None,
 ) -> list[SiteReport]:
-    """Check the selected sites now; returns each usable site with its check (the unhealthy ones are also
-    shown in a table artifact).
-
-    Args:
-        selection: Which sites (ids or domains), tags and clients; empty lists mean all.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-    """
+    """Check the selected sites now (the selection's update types play no part); returns each usable site with its
+    check (the unhealthy ones are also shown in a table artifact)."""
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
         sites, _ = await select_fleet(client, selection)

@@ -16,11 +16,23 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.states import Failed, State
+from prefect_email import EmailServerCredentials
 
 from fleet.engine.estate import DashboardNight, Estate, NightStatus
 from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
-from flows.parameters import SavedEmailServer
+from flows.parameters import (
+    DashboardDeployment,
+    DashboardEnvironments,
+    DashboardNames,
+    DryRun,
+    FleetSelection,
+    LockWaitSeconds,
+    PolicyFile,
+    ReportDir,
+    SavedEmailServer,
+    SendReport,
+)
 from flows.update import run_identity
 from reporting.settings import MailSettings
 from tasks.dashboards import (
@@ -38,7 +50,7 @@ ESTATE_DIR = "estate"
 
 
 def night_parameters(
-    selection: Selection, dry_run: bool, policy_file: str, send_report: bool, email: SavedEmailServer
+    selection: Selection, dry_run: bool, policy_file: str, send_report: bool, email: EmailServerCredentials | None
 ) -> dict[str, object]:
     """The parameters of every dashboard's night (the e-mail block goes as a reference to the same saved block)."""
     parameters: dict[str, object] = {"selection": selection.model_dump(mode="json"), "dry_run": dry_run,
@@ -46,7 +58,7 @@ def night_parameters(
     return {**parameters, **email_parameter(email)}
 
 
-def email_parameter(email: SavedEmailServer) -> dict[str, object]:
+def email_parameter(email: EmailServerCredentials | None) -> dict[str, object]:
     """The e-mail block as a child run's parameter: a reference to the same saved block (none: nothing)."""
     if email is None:
         return {}
@@ -89,34 +101,26 @@ async def run_on_each(blocks: list[str], deployment: str, parameters: dict[str, 
 
 @flow(name="maintain-dashboards", log_prints=False)
 async def maintain_dashboards(
-    dashboards: list[str] | None = None,
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
-    send_report: bool = True,
+    dashboards: DashboardNames = None,
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
+    send_report: SendReport = True,
     email_block: SavedEmailServer = None,
-    environment: dict[str, dict[str, str]] | None = None,
-    deployment: str = NIGHT_DEPLOYMENT,
-    lock_wait_seconds: float = 60.0,
+    environment: DashboardEnvironments = None,
+    deployment: DashboardDeployment = NIGHT_DEPLOYMENT,
+    lock_wait_seconds: LockWaitSeconds = 60.0,
 ) -> Estate | State:
     """Run the night of every dashboard at once, each on the work pool, and combine them into one report.
 
+    The selection, dry run, policy file and e-mail settings go to every dashboard's night (an empty policy file:
+    each worker's FLEET_POLICY_FILE). `report_dir` is a directory every worker shares: each dashboard's runs go to
+    REPORT_DIR/<block>, the combined report to REPORT_DIR/estate/<run id>; a dry run's combined report is never
+    sent. A dashboard whose night lock another run holds past `lock_wait_seconds` is reported busy.
+
     A dashboard that does not answer, or whose night fails, does not stop the others; the run then ends Failed,
     naming them, after the combined report is written (its data is the same combined result).
-
-    Args:
-        dashboards: Names of saved Dashboard Connection blocks; empty means every saved one.
-        selection: Which sites, tags, clients and update types on every dashboard; empty lists mean all.
-        dry_run: Plan only, on every dashboard.
-        policy_file: Policy file for every dashboard; empty means each worker's FLEET_POLICY_FILE.
-        report_dir: A directory every worker shares; each dashboard's runs go to REPORT_DIR/<block>, the
-            combined report to REPORT_DIR/estate/<run id>. Empty means FLEET_REPORT_DIR.
-        send_report: E-mail each dashboard's reports and the combined one (a dry run never sends).
-        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
-        environment: Extra variables for one dashboard's night, by block name (its policy file, recipients...).
-        deployment: The deployment each dashboard's night runs as (`flow name/deployment name`).
-        lock_wait_seconds: How long another night may hold a dashboard's night lock before this one is busy.
     """
     logger = get_run_logger()
     started = datetime.now(UTC)
@@ -141,35 +145,26 @@ async def maintain_dashboards(
 
 @flow(name="patch-dashboards", log_prints=False)
 async def patch_dashboards(
-    dashboards: list[str] | None = None,
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
-    send_report: bool = True,
+    dashboards: DashboardNames = None,
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
+    send_report: SendReport = True,
     email_block: SavedEmailServer = None,
-    environment: dict[str, dict[str, str]] | None = None,
-    deployment: str = SECURITY_DEPLOYMENT,
-    lock_wait_seconds: float = 60.0,
+    environment: DashboardEnvironments = None,
+    deployment: DashboardDeployment = SECURITY_DEPLOYMENT,
+    lock_wait_seconds: LockWaitSeconds = 60.0,
 ) -> list[DashboardNight] | State:
     """Between nights, every dashboard's security run at once, each on the work pool: the updates that fix a known
     vulnerability at or above the policy's threshold, applied now (nothing else). Each run takes its dashboard's
     night lock and leaves the fixes to a night that holds it.
 
+    The dry run, policy file (its `security:` threshold; empty: each worker's FLEET_POLICY_FILE) and e-mail
+    settings go to every dashboard's run, each reporting only when it planned fixes. `report_dir` is a directory
+    every worker shares: each dashboard's runs go to REPORT_DIR/<block>, beside its nights.
+
     A dashboard that does not answer, or whose run fails, does not stop the others; the run then ends Failed,
     naming them.
-
-    Args:
-        dashboards: Names of saved Dashboard Connection blocks; empty means every saved one.
-        dry_run: Plan only, on every dashboard.
-        policy_file: Policy file for every dashboard (its `security:` threshold); empty means each worker's
-            FLEET_POLICY_FILE.
-        report_dir: A directory every worker shares; each dashboard's runs go to REPORT_DIR/<block>, beside its
-            nights. Empty means FLEET_REPORT_DIR.
-        send_report: E-mail each run's reports when it applied fixes (a dry run: to the operator only).
-        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
-        environment: Extra variables for one dashboard's run, by block name (its policy file, its feed...).
-        deployment: The deployment each dashboard's run runs as (`flow name/deployment name`).
-        lock_wait_seconds: How long each run waits for its dashboard's night lock before leaving it to the night.
     """
     settings = pipeline_settings(report_dir)
     root = settings.report_dir.resolve()

@@ -16,7 +16,16 @@ from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from fleet.rules.empty_night import NightDidNothing
 from fleet.rules.incidents import SitesStillDown, still_down_message
-from flows.parameters import PlanMoment, SavedDashboard, SavedEmailServer
+from flows.parameters import (
+    DryRun,
+    FleetSelection,
+    PlanMoment,
+    PolicyFile,
+    ReportDir,
+    SavedDashboard,
+    SavedEmailServer,
+    SendReport,
+)
 from flows.sync import dashboard_memory
 from flows.update import maintain_fleet
 from orchestration.alert import alert_operator
@@ -27,12 +36,12 @@ from tasks.preflight import check_settings
 
 @flow(name="nightly-maintenance", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])
 async def nightly_maintenance(
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
-    dashboard: SavedDashboard = None,  # the pickers' types: see flows/parameters.py
-    send_report: bool = True,
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
+    dashboard: SavedDashboard = None,
+    send_report: SendReport = True,
     email_block: SavedEmailServer = None,
     at: PlanMoment = None,
 ) -> str:
@@ -41,16 +50,6 @@ async def nightly_maintenance(
     Ends Failed (`SitesBrokenByRun`, naming them) when the night broke sites, after the reports went out; and
     (`SitesStillDown`) when sites broken on earlier nights are still down, or (`NightDidNothing`) when it synced
     no site or attempted none of its updates.
-
-    Args:
-        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
-        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
-        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-        send_report: E-mail the reports to the operator and the clients (a dry run: to the operator only).
-        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
-        at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
     """
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=not dry_run, at=at)

@@ -24,7 +24,6 @@ async def report(
     Args:
         run_dir: The run directory that holds summary.json.
         send: E-mail the reports (or write .eml files without SMTP settings).
-        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
     """
     # The report's libraries (pandas, matplotlib) load only when a report is made: not for `fleet serve`, which
     # only registers this flow.

@@ -14,7 +14,15 @@ from fleet.engine.night import NightRequest
 from fleet.model.summary import Selection
 from fleet.rules.breakage import SitesBrokenByRun, broken_message
 from fleet.state.night_lock import NightBusy
-from flows.parameters import SavedDashboard, SavedEmailServer
+from flows.parameters import (
+    DryRun,
+    LockWaitSeconds,
+    PolicyFile,
+    ReportDir,
+    SavedDashboard,
+    SavedEmailServer,
+    SendReport,
+)
 from flows.sync import dashboard_memory, open_dashboard
 from flows.update import maintain_fleet
 from orchestration.alert import alert_operator
@@ -26,26 +34,18 @@ from tasks.vulnerabilities import find_offered_fixes_task
 
 @flow(name="security-patch", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])
 async def patch_vulnerabilities(
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
     dashboard: SavedDashboard = None,
-    send_report: bool = True,
+    send_report: SendReport = True,
     email_block: SavedEmailServer = None,
-    lock_wait_seconds: float = 60.0,
+    lock_wait_seconds: LockWaitSeconds = 60.0,
 ) -> str:
     """Apply now the updates that fix a known vulnerability at or above the policy's threshold, on the sites offered
     one, and nothing else; returns summary.json's path, or "" when no site is offered such a fix or a night of the
     dashboard is running (it applies them itself). Ends Failed (`SitesBrokenByRun`) when a fix broke sites.
-
-    Args:
-        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
-        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
-        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-        send_report: E-mail the reports when something was planned (a dry run: to the operator only).
-        email_block: A saved prefect-email Email Server Credentials block; none chosen means FLEET_SMTP_*.
-        lock_wait_seconds: How long to wait for the dashboard's night lock before leaving it to the running night.
+    The reports go out only when something was planned.
     """
     request = NightRequest(dry_run=dry_run, policy_file=policy_file, report_dir=report_dir, run_checks=not dry_run,
                            fixes_only=True)

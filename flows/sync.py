@@ -17,7 +17,7 @@ from fleet.pacing.fan_out import chunked, fan_out
 from fleet.rules.plan import SiteRecord, SiteStatus, check_selection, select_sites
 from fleet.rules.sync_failures import apply_sync_failures
 from fleet.state.dashboard_memory import DashboardMemory
-from flows.parameters import SavedDashboard
+from flows.parameters import FleetSelection, SavedDashboard
 from tasks.detect import load_fleet_task
 from tasks.sync import sync_sites_task
 
@@ -83,15 +83,10 @@ async def sync_selected(
 
 @flow(name="sync-fleet", log_prints=False)
 async def sync_fleet(
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
     dashboard: SavedDashboard = None,
 ) -> dict[str, int]:
-    """Sync the selected sites now; returns how many sites ended in each status.
-
-    Args:
-        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-    """
+    """Sync the selected sites now; returns how many sites ended in each status."""
     settings = PipelineSettings()
     async with await open_dashboard(dashboard, settings) as client:
         sites, _ = await select_fleet(client, selection)

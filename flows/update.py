@@ -46,14 +46,14 @@ from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
 from fleet.rules.execution import APPLY_ORDER, CallResult, JobOutcome
 from fleet.rules.incidents import fixed_releases
-from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, SiteRecord, fixes_only
+from fleet.rules.plan import DetectedUpdate, Plan, PlanCohort, PlanRequest, SiteRecord, fixes_only
 from fleet.rules.policy import ContainMode, Policy, check_client_names
 from fleet.rules.rollout import cohort_line
 from fleet.rules.sync_failures import SyncFailures, apply_sync_failures, refused
 from fleet.state.incidents import IncidentStore
 from fleet.state.job_journal import JobJournal, OpenRun
 from flows.approval import ask_for_approval
-from flows.parameters import PlanMoment, SavedDashboard
+from flows.parameters import DryRun, FleetSelection, PlanMoment, PolicyFile, ReportDir, SavedDashboard
 from flows.sync import dashboard_memory, open_dashboard, run_in_chunks, select_fleet
 from orchestration.limits import night_lock
 from orchestration.progress import NightArtifact
@@ -304,10 +304,10 @@ async def plan_night(
                                                    judge=request.run_checks)
     night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
                                                        request.dry_run)
-    plan = await apply_policy_task(run_id=night.run_id, created_at=started, sites=quote(sites),
-                                   pending=quote(pending), ignored=quote(ignored), policy=night.policy,
-                                   selection=request.selection, dry_run=request.dry_run, settings=settings,
-                                   planned_for=request.at and moment, security=quote(night.security))
+    plan = await apply_policy_task(quote(PlanRequest(
+        run_id=night.run_id, created_at=started, sites=sites, pending=pending, ignored=ignored, policy=night.policy,
+        selection=request.selection, dry_run=request.dry_run, planned_for=request.at and moment,
+        security=night.security.items)), settings)
     del pending, ignored  # the plan holds them now
     if request.fixes_only:
         plan = fixes_only(plan, night.policy.security)
@@ -425,23 +425,14 @@ async def maintain_fleet(request: NightRequest, dashboard: DashboardConnection |
 
 @flow(name="update-fleet", log_prints=False)
 async def update_fleet(
-    selection: Selection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
-    dry_run: bool = False,
-    policy_file: str = "",
-    report_dir: str = "",
+    selection: FleetSelection = Selection(),  # noqa: B008 - an immutable default rendered by the UI
+    dry_run: DryRun = False,
+    policy_file: PolicyFile = "",
+    report_dir: ReportDir = "",
     dashboard: SavedDashboard = None,
     at: PlanMoment = None,
 ) -> str:
-    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json.
-
-    Args:
-        selection: Which sites (ids or domains), tags, clients and update types; empty lists mean all.
-        dry_run: Plan only: read the dashboard, write the plan and the summary, send no write request.
-        policy_file: Policy file (YAML or TOML); empty means FLEET_POLICY_FILE, or apply everything.
-        report_dir: Where the run directory goes; empty means FLEET_REPORT_DIR.
-        dashboard: A saved Dashboard Connection block; none chosen means the FLEET_* environment.
-        at: Dry runs only: plan as if it were this moment (rehearse windows and blackouts); empty means now.
-    """
+    """Apply the policy's updates to the selected sites now (no health checks, no report); returns summary.json."""
     request = NightRequest(selection=selection, dry_run=dry_run, policy_file=policy_file, report_dir=report_dir,
                            run_checks=False, at=at)
     settings, _ = request.settings_and_policy()

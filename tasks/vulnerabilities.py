@@ -21,7 +21,15 @@ from fleet.engine.vulnerability_review import (
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
 from fleet.rules.holds import hold_remembered
-from fleet.rules.plan import Decision, DetectedUpdate, SiteRecord, SiteStatus, build_plan, fixes_only
+from fleet.rules.plan import (
+    Decision,
+    DetectedUpdate,
+    PlanRequest,
+    SiteRecord,
+    SiteStatus,
+    build_plan,
+    fixes_only,
+)
 from fleet.rules.policy import Policy
 from fleet.rules.windows import place_in_windows
 from fleet.state.first_seen import FirstSeenStore
@@ -73,11 +81,11 @@ async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings
     chosen, _ = place_in_windows([site for site in sites if site.id in offered], policy.windows, policy.blackouts,
                                  now)
     pending = [update for update in pending if update.site_id in offered]
-    plan = fixes_only(build_plan(
+    plan = fixes_only(build_plan(PlanRequest(
         run_id="security-check", created_at=now, sites=chosen, pending=pending,
         ignored=await load_ignores(client, offered), policy=policy, selection=Selection(), dry_run=True,
         first_seen=FirstSeenStore(settings.state_path).known((u.release for u in pending), now.date()),
-        security=security.items), policy.security)
+        security=security.items)), policy.security)
     plan.items = hold_remembered(plan.items, HoldStore(settings.state_path).active())
     found = sorted({item.site_id for item in plan.items if item.decision is Decision.apply})
     left = Counter(item.decision.value for item in plan.items if item.decision is not Decision.apply)

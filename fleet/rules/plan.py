@@ -7,6 +7,7 @@ dates. The executor reads only the plan; it never re-reads the policy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
@@ -213,35 +214,41 @@ def check_selection(sites: list[SiteRecord], selection: Selection) -> None:
         raise NoSiteMatches("; ".join(misses))
 
 
-def build_plan(
-    *,
-    run_id: str,
-    created_at: datetime,
-    sites: list[SiteRecord],
-    pending: list[DetectedUpdate],
-    ignored: list[IgnoreEntry],
-    policy: Policy,
-    first_seen: dict[UpdateKey, date],
-    selection: Selection,
-    dry_run: bool = False,
-    planned_for: datetime | None = None,
-    security: Mapping[tuple[int, str, str], ItemSecurity] | None = None,
-) -> Plan:
-    """Decide every pending and ignored item of the given (already selected) sites, as at `planned_for`.
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest:
+    """Everything a plan is decided from, as one value: the planners (the night's policy step, the security run's
+    look between nights) hand it on whole instead of restating its parts."""
+
+    run_id: str
+    created_at: datetime
+    sites: list[SiteRecord]  # already selected
+    pending: list[DetectedUpdate]
+    ignored: list[IgnoreEntry]
+    policy: Policy
+    selection: Selection
+    first_seen: Mapping[UpdateKey, date] = field(default_factory=dict)  # a release not in it: first seen today
+    dry_run: bool = False
+    planned_for: datetime | None = None  # a rehearsal: windows, blackouts and dates as at this moment
+    security: Mapping[ItemKey, ItemSecurity] | None = None  # each item's class against the vulnerability feed
+
+
+def build_plan(request: PlanRequest) -> Plan:
+    """Decide every pending and ignored item of the request's sites, as at its `planned_for`.
 
     `security` (each item's class against the vulnerability feed) puts the fixes in the security lane
     (`fleet.rules.security_lane`): past a closed window (its site then no longer deferred) and `min_age_days`."""
-    today = (planned_for or created_at).date()
+    sites, policy, selection, security = request.sites, request.policy, request.selection, request.security
+    today = (request.planned_for or request.created_at).date()
     by_id = {site.id: site for site in sites}
     ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
-    for entry in ignored:
+    for entry in request.ignored:
         if entry.site_id in by_id:
             ignores.setdefault(item_key(entry), entry)
     items: list[PlanItem] = []
     rules: dict[OverrideNames, EffectiveRules] = {}
     seen: set[tuple[int, UpdateType, str]] = set()
     opened: set[int] = set()  # deferred sites a security fix goes to tonight
-    for update in pending:
+    for update in request.pending:
         site = by_id.get(update.site_id)
         if site is None or update.key in seen:
             continue
@@ -281,7 +288,7 @@ def build_plan(
             update.name,
             update.from_version,
             update.to_version,
-            first_seen.get(update.release, today),
+            request.first_seen.get(update.release, today),
             today,
         )
         if verdict is not None and verdict.rule is Rule.min_age and fast.past_min_age:
@@ -317,8 +324,8 @@ def build_plan(
         sites = [site.model_copy(update={"deferral": None}) if site.id in opened else site for site in sites]
     for item in items if security else ():  # plan.json says what each update fixes or leaves open
         item.security = security.get(item_key(item))
-    return Plan(run_id=run_id, created_at=created_at, dry_run=dry_run, planned_for=planned_for, selection=selection,
-                sites=sites, items=items)
+    return Plan(run_id=request.run_id, created_at=request.created_at, dry_run=request.dry_run,
+                planned_for=request.planned_for, selection=selection, sites=sites, items=items)
 
 
 def fixes_only(plan: Plan, lane: SecurityLane) -> Plan:

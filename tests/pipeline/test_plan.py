@@ -10,6 +10,7 @@ from fleet.rules.plan import (
     Decision,
     DetectedUpdate,
     IgnoreEntry,
+    PlanRequest,
     SiteRecord,
     SiteStatus,
     build_plan,
@@ -34,10 +35,10 @@ def upd(site_id, type_=P, slug="akismet/akismet.php", old="5.0", new="5.0.1"):
 
 
 def plan_of(sites, pending, ignored=(), policy=None, selection=None, first_seen=None):
-    return build_plan(
+    return build_plan(PlanRequest(
         run_id="r1", created_at=NOW, sites=sites, pending=pending, ignored=list(ignored),
         policy=policy or parse_policy({}), first_seen=first_seen or {}, selection=selection or Selection(),
-    )
+    ))
 
 
 def by_key(plan):

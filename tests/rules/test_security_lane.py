@@ -9,7 +9,7 @@ import pytest
 
 from fleet.model.summary import Selection, UpdateType
 from fleet.model.vulnerability import ItemSecurity, Security, Vulnerability
-from fleet.rules.plan import Decision, DetectedUpdate, SiteRecord, build_plan
+from fleet.rules.plan import Decision, DetectedUpdate, PlanRequest, SiteRecord, build_plan
 from fleet.rules.policy import PolicyError, Rule, parse_policy
 from fleet.rules.windows import Deferral
 
@@ -23,9 +23,9 @@ def plan_of(policy: dict, deferral: Deferral | None = None, security=FIX, first_
     site = SiteRecord(id=1, url="https://one.example/", name="One", deferral=deferral)
     update = DetectedUpdate(site_id=1, type=UpdateType.plugin, slug=SLUG, name="Forms", from_version="1.0",
                             to_version="1.0.1")
-    plan = build_plan(run_id="r", created_at=NOW, sites=[site], pending=[update], ignored=[],
-                      policy=parse_policy(policy), first_seen={update.release: first_seen}, selection=Selection(),
-                      security=security)
+    plan = build_plan(PlanRequest(run_id="r", created_at=NOW, sites=[site], pending=[update], ignored=[],
+                                  policy=parse_policy(policy), first_seen={update.release: first_seen},
+                                  selection=Selection(), security=security))
     return plan.items[0], plan.sites[0]
 
 
