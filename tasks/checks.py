@@ -10,6 +10,7 @@ from prefect import task
 
 from dashboard.errors import DashboardError
 from dashboard.wire import AiohttpWire
+from fleet.engine.batch_calls import BatchCall, send_batch_calls
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HealthCheck
@@ -24,9 +25,9 @@ from fleet.rules.sync_failures import (
     refused_since_a_failed_sync,
     version_lost,
 )
+from orchestration.call_gate import call_gate
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.batch_calls import BatchCall, send_batch_calls
 from tasks.sync import sync_sites
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ async def _check_once(
                     checks.setdefault(site_id, HealthCheck(online=True))
 
     await send_batch_calls(client, sizer, Operation.check, {None: [Work(site.id) for site in sites]}, send, read,
-                           settings, SiteErrorIndex(sites), "check")
+                           settings, SiteErrorIndex(sites), "check", gate=call_gate())
     return checks, lost
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from prefect import task
 from prefect.concurrency.asyncio import concurrency
 
+from fleet.engine.batch_calls import BatchCall, send_batch_calls
 from fleet.engine.lost_answers import wait_for_quiet_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import UpdateType
@@ -33,9 +34,9 @@ from fleet.rules.execution import (
 from fleet.rules.plan import PlanItem
 from fleet.rules.site_errors import SiteErrorIndex, error_message
 from fleet.state.job_journal import JobJournal, JournalEntry, reuse_running_jobs
+from orchestration.call_gate import call_gate
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.batch_calls import BatchCall, send_batch_calls
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -124,7 +125,7 @@ async def execute_updates(
                              settings.progress_seconds):
             sent = await send_batch_calls(client, sizer, Operation.update_item, groups, send, read, settings,
                                           SiteErrorIndex(sites), f"{type_.value} update", wait_for_jobs=False,
-                                          keep_errors=True, on_done=applied)
+                                          keep_errors=True, on_done=applied, gate=call_gate())
     finally:  # the answers read are written down, also when the run stops here (`fleet serve` stopping)
         journal.close()
     return reused + [call.result for call in sent]

@@ -8,6 +8,7 @@ from prefect import task
 
 from dashboard.errors import DashboardError
 from dashboard.models import ConnectionLimits
+from fleet.engine.batch_calls import BatchCall, send_batch_calls
 from fleet.engine.lost_answers import settle_lost_sync
 from fleet.model.settings import PipelineSettings
 from fleet.pacing.call_sizing import CallSizer, Operation, Work
@@ -16,9 +17,9 @@ from fleet.pacing.progress import NightProgress, Tally, heartbeat
 from fleet.rules.plan import SiteRecord
 from fleet.rules.site_errors import SiteErrorIndex, error_message
 from fleet.rules.sync_failures import SyncFailure, SyncFailures
+from orchestration.call_gate import call_gate
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.batch_calls import BatchCall, send_batch_calls
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -69,7 +70,7 @@ async def sync_sites(
 
     async with heartbeat(logger, lambda: f"sync: {tally.describe('site(s)')}", settings.progress_seconds):
         await send_batch_calls(client, sizer, Operation.sync, {None: [Work(site.id) for site in sites]}, send, read,
-                               settings, SiteErrorIndex(sites), "sync", on_done=synced)
+                               settings, SiteErrorIndex(sites), "sync", on_done=synced, gate=call_gate())
     return failures
 
 
