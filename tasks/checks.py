@@ -12,6 +12,7 @@ from dashboard.errors import DashboardError
 from dashboard.wire import AiohttpWire
 from fleet.engine.batch_calls import BatchCall, send_batch_calls
 from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HealthCheck
 from fleet.pacing.call_sizing import CallSizer, Operation, Work
@@ -28,7 +29,6 @@ from fleet.rules.sync_failures import (
 from orchestration.call_gate import call_gate
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.sync import sync_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -122,7 +122,7 @@ async def revive_refused_sites(
 async def sync_again(client: DashboardClient, sites: list[SiteRecord], failures: SyncFailures,
                      settings: PipelineSettings, sizer: CallSizer | None) -> tuple[SyncFailures, set[int]]:
     """`sites` synced again: the failures left (theirs replaced by tonight's second answer), those synced."""
-    again = await sync_sites(client, sites, settings, sizer) if sites else {}
+    again = await sync_sites(client, sites, settings, sizer, gate=call_gate()) if sites else {}
     ids = {site.id for site in sites}
     return {site_id: failure for site_id, failure in failures.items() if site_id not in ids} | again, ids - set(again)
 

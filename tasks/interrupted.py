@@ -18,6 +18,7 @@ from fleet.engine.containment import TonightsBreaks
 from fleet.engine.interrupted import Accounting, account_interrupted, steps_to_judge, touched_sites
 from fleet.engine.lost_answers import wait_for_quiet_sites
 from fleet.engine.site_probe import ProbeResult
+from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Item
 from fleet.pacing.call_sizing import CallSizer, Operation
@@ -25,13 +26,13 @@ from fleet.rules.dashboard_records import site_record
 from fleet.rules.plan import DetectedUpdate, SiteRecord, SiteStatus
 from fleet.rules.policy import Policy
 from fleet.state.job_journal import OpenRun
+from orchestration.call_gate import call_gate
 from orchestration.limits import mark_crashed
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
 from tasks.checks import check_sites
 from tasks.contain import probe_and_contain
 from tasks.detect import detect_updates
-from tasks.sync import sync_sites
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -87,7 +88,7 @@ async def account_interrupted_runs(
             unreadable[site_id] = f"the site could not be read tonight: {error}"
     others = [site for site in others if site.status is SiteStatus.online]
     if others:
-        failures = await sync_sites(client, others, settings, sizer)
+        failures = await sync_sites(client, others, settings, sizer, gate=call_gate())
         others = [site for site in others if site.id not in failures]
         synced |= {site.id: site for site in others}
         fresh += await detect_updates(client, [site.id for site in others], settings.concurrency)
