@@ -15,6 +15,7 @@ from prefect import task
 
 from dashboard.errors import DashboardError, SiteNotFound
 from fleet.engine.containment import TonightsBreaks
+from fleet.engine.detection import detect_updates
 from fleet.engine.interrupted import Accounting, account_interrupted, steps_to_judge, touched_sites
 from fleet.engine.lost_answers import wait_for_quiet_sites
 from fleet.engine.site_probe import ProbeResult
@@ -32,7 +33,6 @@ from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
 from tasks.checks import check_sites
 from tasks.contain import probe_and_contain
-from tasks.detect import detect_updates
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

@@ -11,6 +11,7 @@ from prefect import get_run_logger, task
 
 from dashboard.client import DashboardClient
 from dashboard.errors import DashboardError
+from fleet.engine.detection import detect_updates, load_fleet, load_ignores
 from fleet.engine.vulnerability_review import (
     Installed,
     NightSecurity,
@@ -27,8 +28,6 @@ from fleet.rules.windows import place_in_windows
 from fleet.state.first_seen import FirstSeenStore
 from fleet.state.holds import HoldStore
 from orchestration.retries import STEP_OPTIONS
-from tasks.detect import detect_updates, load_fleet
-from tasks.ignores import load_ignores
 
 
 async def review_vulnerabilities_step(client: DashboardClient, sites: list[SiteRecord], pending: list[DetectedUpdate],
