@@ -18,7 +18,7 @@ from fleet.engine.containment import TonightsBreaks, newly_broken
 from fleet.engine.culprit import ChildUnreachable, contain_site, restore_steps, switch_on_failed
 from fleet.engine.guard_roll import guard_site
 from fleet.engine.revival import GuardLine, revive
-from fleet.engine.site_probe import ProbeResult, probe_home_page, probe_url
+from fleet.engine.site_probe import ProbeResult, probe_before_updates, probe_client, probe_home_page, probe_url
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.events import site_events
 from fleet.model.settings import PipelineSettings
@@ -36,7 +36,6 @@ from orchestration.events import emit
 from orchestration.retries import STEP_OPTIONS
 from reporting.alert import BreakNotice, dashboard_name, deliver_alert, release_of, run_link
 from reporting.settings import MailSettings, notify_block_alone
-from tasks.checks import probe_before_updates, probe_client
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient

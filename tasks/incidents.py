@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from prefect import task
 
 from dashboard.errors import DashboardError
+from fleet.engine.health_checks import check_sites
 from fleet.model.events import still_down_event
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Incident, Summary
@@ -19,10 +20,10 @@ from fleet.pacing.fan_out import fan_out
 from fleet.rules.incidents import alert_due, broken_again, looked_at, opened
 from fleet.rules.plan import SiteRecord
 from fleet.state.incidents import IncidentStore
+from orchestration.call_gate import call_gate
 from orchestration.events import emit
 from orchestration.retries import STEP_OPTIONS
 from reporting.alert import StillDownNotice, dashboard_name, deliver_alert
-from tasks.checks import check_sites
 from tasks.contain import night_mail_settings, run_ui_url
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ async def review_incidents(
     unchecked = [listed[i.site_id] for i in earlier
                  if i.site_id in listed and i.site_id not in checks and i.site_id not in broken]
     if unchecked:
-        checks |= await check_sites(client, unchecked, settings, sizer=sizer)
+        checks |= await check_sites(client, unchecked, settings, sizer=sizer, gate=call_gate())
     # its plugins tell what is still off, and which suspect a repair by hand switched off (the culprit)
     active = await plugin_states(client, [i.site_id for i in earlier if (i.deactivated or (
         i.culprit is None and len(i.suspects) > 1)) and i.site_id in checks and i.site_id not in broken], settings)

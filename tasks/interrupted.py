@@ -16,6 +16,7 @@ from prefect import task
 from dashboard.errors import DashboardError, SiteNotFound
 from fleet.engine.containment import TonightsBreaks
 from fleet.engine.detection import detect_updates
+from fleet.engine.health_checks import check_sites
 from fleet.engine.interrupted import Accounting, account_interrupted, steps_to_judge, touched_sites
 from fleet.engine.lost_answers import wait_for_quiet_sites
 from fleet.engine.site_probe import ProbeResult
@@ -31,7 +32,6 @@ from orchestration.call_gate import call_gate
 from orchestration.limits import mark_crashed
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.checks import check_sites
 from tasks.contain import probe_and_contain
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ async def account_interrupted_runs(
                                                settings)
         if broken:  # their releases landed: the dashboard's list dropped them, and the sites failed since
             accounting = Accounting(account_interrupted(runs, synced, fresh, unreadable, set(broken)),
-                                    await check_sites(client, list(broken.values()), settings))
+                                    await check_sites(client, list(broken.values()), settings, gate=call_gate()))
     logger.info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(accounting.items),
                 ", ".join(run.run_id for run in runs))
     return accounting

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from prefect import task
 
-from fleet.engine.site_probe import ProbeResult
+from fleet.engine.site_probe import ProbeResult, probe_client
 from fleet.engine.visual_watch import VISUAL_STEPS, VisualWatch
 from fleet.model.settings import PipelineSettings
 from fleet.rules.plan import PlanItem, SiteRecord
 from orchestration.retries import STEP_OPTIONS
-from tasks.checks import probe_client
 
 
 async def take_baselines(watch: VisualWatch, sites: list[SiteRecord], items: list[PlanItem],
