@@ -19,6 +19,7 @@ from fleet.engine.detection import detect_updates
 from fleet.engine.health_checks import check_sites
 from fleet.engine.interrupted import Accounting, account_interrupted, steps_to_judge, touched_sites
 from fleet.engine.lost_answers import wait_for_quiet_sites
+from fleet.engine.probe_after_step import probe_and_contain
 from fleet.engine.site_probe import ProbeResult
 from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
@@ -30,9 +31,9 @@ from fleet.rules.policy import Policy
 from fleet.state.job_journal import OpenRun
 from orchestration.call_gate import call_gate
 from orchestration.limits import mark_crashed
+from orchestration.night_alerts import NightOutbox
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.contain import probe_and_contain
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
@@ -124,7 +125,7 @@ async def judge_interrupted_sites(
         if stepped:
             before = {site.id: ProbeResult(ok=True) for site in stepped}
             contained = await probe_and_contain(client, before, stepped, step, items, breaks, policy, run_id,
-                                                settings)
+                                                settings, outbox=NightOutbox())
             broken |= {site_id: by_id[site_id] for site_id in contained}
     if broken:
         step_logger().warning("site(s) %s, updated by interrupted run(s), fail their probe: broken by those runs; "

@@ -68,9 +68,9 @@ async def write_summary(summary: Summary, run_dir: Path) -> Path:
 async def tell_security_news(summary: Summary, alerts: Path) -> None:
     """Each vulnerability the night saw first (at or above the policy's threshold) to the operator, once: by e-mail
     (or `.eml`) and through the notification blocks. Bad mail settings never stop the night (the file is written)."""
+    from orchestration.night_alerts import run_ui_url
     from reporting.alert import SecurityNotice, dashboard_name, deliver_alert
     from reporting.settings import MailSettings
-    from tasks.contain import run_ui_url
 
     for news in summary.security_news:
         notice = SecurityNotice(run_name=summary.run_id, dashboard=dashboard_name(summary.dashboard), news=news,
