@@ -11,11 +11,19 @@ from typing import TYPE_CHECKING
 
 from fleet.model.events import FleetEvent, still_down_event
 from fleet.model.settings import PipelineSettings
-from fleet.model.summary import Containment, Incident
+from fleet.model.summary import Containment, Incident, Summary
 from fleet.rules.breakage import site_page
 from fleet.rules.plan import PlanItem, SiteRecord
 from orchestration.events import emit
-from reporting.alert import BreakNotice, StillDownNotice, dashboard_name, deliver_alert, release_of, run_link
+from reporting.alert import (
+    BreakNotice,
+    SecurityNotice,
+    StillDownNotice,
+    dashboard_name,
+    deliver_alert,
+    release_of,
+    run_link,
+)
 from reporting.settings import MailSettings, notify_block_alone
 
 if TYPE_CHECKING:
@@ -69,3 +77,12 @@ def run_ui_url() -> str | None:
     from prefect.runtime import flow_run
 
     return run_link(flow_run.id)
+
+
+async def tell_security_news(summary: Summary, alerts: Path) -> None:
+    """Each vulnerability the night saw first (at or above the policy's threshold) to the operator, once: by e-mail
+    (or `.eml`) and through the notification blocks. Bad mail settings never stop the night (the file is written)."""
+    for news in summary.security_news:
+        notice = SecurityNotice(run_name=summary.run_id, dashboard=dashboard_name(summary.dashboard), news=news,
+                                run_url=run_ui_url())
+        await deliver_alert(notice, MailSettings.alerts_only(), alerts)
