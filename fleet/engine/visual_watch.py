@@ -60,7 +60,8 @@ def listed_versions(updates: Iterable[DetectedUpdate]) -> dict[int, ListedVersio
 
 
 class Capture(Protocol):
-    """What shoots the pages: Chromium in this process (`PageCapture`), or task workers (`fleet.engine.worker_shots`)."""
+    """What shoots the pages: Chromium in this process (`PageCapture`), or task workers
+    (`fleet.engine.worker_shots`)."""
 
     async def __aenter__(self) -> Any: ...
 
