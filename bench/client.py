@@ -36,7 +36,7 @@ from fleet.pacing.fan_out import chunked, fan_out  # noqa: E402
 from fleet.rules.execution import split_evenly  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "client.json"
-INCLUDE_SLICE = 100  # tasks/detect.py INCLUDE_LIMIT
+INCLUDE_SLICE = 100  # fleet/engine/detection.py INCLUDE_LIMIT
 SITES_PER_CALL = 200  # the pipeline's batch_threshold / sites_per_call
 CONCURRENCY = 8  # the pipeline's default concurrency
 

@@ -45,6 +45,7 @@ async def one_way(way: str, sites: int, time_scale: float) -> dict[str, Any]:
     from emulator.testing import EmulatorServer
     from fleet.engine.containment import TonightsBreaks
     from fleet.engine.culprit import contain_site
+    from fleet.engine.dashboard_switchboard import DashboardSwitchboard
     from fleet.engine.revival import GuardLine, revive
     from fleet.model.settings import PipelineSettings
     from fleet.model.summary import ContainmentStatus, UpdateType
@@ -53,7 +54,6 @@ async def one_way(way: str, sites: int, time_scale: float) -> dict[str, Any]:
     from guard.client import GuardClient, GuardSite
     from guard.keys import FleetKeys
     from guard.signing import private_key, public_key_text
-    from tasks.contain import DashboardSwitchboard
 
     keys = FleetKeys(private_key(KEY))
     with EmulatorServer(EmulatorConfig(sites=max(40, sites * 4), seed=7, time_scale=time_scale)) as server:

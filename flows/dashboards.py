@@ -18,6 +18,7 @@ from prefect import flow, get_run_logger
 from prefect.states import Failed, State
 from prefect_email import EmailServerCredentials
 
+from fleet.engine.dashboard_reach import Reach
 from fleet.engine.estate import DashboardNight, Estate, NightStatus
 from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
@@ -36,7 +37,6 @@ from flows.parameters import (
 from flows.update import run_identity
 from reporting.settings import MailSettings
 from tasks.dashboards import (
-    Reach,
     dashboard_run_task,
     ensure_dashboard_limits_task,
     reach_dashboard_task,

@@ -30,8 +30,8 @@ from flows.sync import dashboard_memory
 from flows.update import maintain_fleet
 from orchestration.alert import alert_operator
 from orchestration.limits import night_lock
+from orchestration.preflight import check_settings
 from reporting.settings import MailSettings
-from tasks.preflight import check_settings
 
 
 @flow(name="nightly-maintenance", log_prints=False, on_failure=[alert_operator], on_crashed=[alert_operator])

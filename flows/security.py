@@ -27,8 +27,8 @@ from flows.sync import dashboard_memory, open_dashboard
 from flows.update import maintain_fleet
 from orchestration.alert import alert_operator
 from orchestration.limits import night_lock
+from orchestration.preflight import check_settings
 from reporting.settings import MailSettings
-from tasks.preflight import check_settings
 from tasks.vulnerabilities import find_offered_fixes_task
 
 

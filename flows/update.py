@@ -23,6 +23,7 @@ from prefect.utilities.annotations import quote
 from dashboard.block import DashboardConnection
 from dashboard.client import DashboardClient
 from fleet.engine.containment import held_items
+from fleet.engine.detection import remember_rollback_reads
 from fleet.engine.interrupted import account_interrupted, touched_sites
 from fleet.engine.lanes import Lane, split_into_lanes, way_back_lane
 from fleet.engine.memory import NightMemory
@@ -65,7 +66,7 @@ from tasks.checks import (
     revive_refused_sites_task,
 )
 from tasks.contain import probe_and_contain_task, switch_on_fixed_releases_task
-from tasks.detect import detect_updates_task, remember_rollback_reads
+from tasks.detect import detect_updates_task
 from tasks.execute import execute_updates_task
 from tasks.holds import remember_bad_versions_task
 from tasks.ignores import load_ignores_task

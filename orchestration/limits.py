@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from uuid import uuid4
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.concurrency.asyncio import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.logging import get_logger
 from prefect.runtime import flow_run
@@ -32,6 +33,11 @@ async def ensure_concurrency_limit(name: str, slots: int) -> None:
         except ObjectNotFound:
             with contextlib.suppress(ObjectAlreadyExists):  # another run created it between the read and here
                 await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=slots))
+
+
+def write_slot(limit: str) -> AbstractAsyncContextManager[object]:
+    """One slot of the global concurrency limit `limit`, held while a write call is sent to the dashboard."""
+    return concurrency(limit, occupy=1, strict=False)
 
 
 @asynccontextmanager

@@ -1,17 +1,26 @@
-"""Where progress goes: the run's log (or a plain logger outside a run) and the night's progress artifact."""
+"""Where progress goes: the run's log (or a plain logger outside a run), the night's progress artifact and each
+batch job's while it is waited on."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from prefect import get_run_logger
 from prefect.artifacts import acreate_progress_artifact, aupdate_progress_artifact
 from prefect.exceptions import MissingContextError
 
+from dashboard.models import JobStatus
+from fleet.engine.batch_jobs import wait_for_batch_job
+from fleet.model.settings import PipelineSettings
 from fleet.pacing.progress import NightProgress
+from fleet.rules.execution import JobOutcome
+
+if TYPE_CHECKING:
+    from dashboard.client import DashboardClient
 
 
 def step_logger() -> logging.Logger | logging.LoggerAdapter:
@@ -63,3 +72,27 @@ class NightArtifact:
                 await self._loop
         if self._id is not None:
             await self._send()
+
+
+async def watch_batch_job(
+    client: DashboardClient, job_id: str, kind: str, site_ids: list[int], settings: PipelineSettings
+) -> JobOutcome:
+    """The sensor (`fleet.engine.batch_jobs`) as a Prefect task, with a progress artifact updated while it waits."""
+    artifact: UUID = await acreate_progress_artifact(
+        0.0, key=None, description=f"{kind} job {job_id} over {len(site_ids)} site(s): queued"
+    )
+    updates: list[asyncio.Task] = []
+
+    def show(status: JobStatus) -> None:
+        description = (f"{kind} job {job_id}: {status.status.value}, {status.processed}/{status.total} sites, "
+                       f"{status.failed} failed")
+        updates.append(asyncio.create_task(
+            aupdate_progress_artifact(artifact_id=artifact, progress=float(status.progress), description=description)
+        ))
+
+    outcome = await wait_for_batch_job(client, job_id, kind, site_ids, settings, on_progress=show, log=step_logger())
+    await asyncio.gather(*updates)
+    ending = f"{kind} job {job_id}: {outcome.job.status}" + (f" ({outcome.job.reason})" if outcome.job.reason else "")
+    await aupdate_progress_artifact(artifact_id=artifact, progress=100.0 if outcome.finished else 0.0,
+                                    description=ending)
+    return outcome

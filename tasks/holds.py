@@ -1,31 +1,18 @@
-"""Step after the summary: remember the versions the night found bad, so that the next night holds them, and
-release the suspects tried tonight on one site alone (their canary) that stayed healthy."""
+"""Step after the summary, as a task: remember the versions the night found bad (`fleet.engine.bad_versions`)."""
 
 from __future__ import annotations
 
 from prefect import task
 
-from fleet.model.events import held_events
+from fleet.engine.bad_versions import remember_bad_versions
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import NightHold, Summary
-from fleet.rules.holds import bad_versions
-from fleet.state.holds import HoldStore
-from orchestration.events import emit
+from orchestration.night_alerts import NightOutbox
 from orchestration.retries import STEP_OPTIONS
 
 
-async def remember_bad_versions(summary: Summary, failures_to_hold: int, settings: PipelineSettings,
-                                quiet_days: int = 30) -> list[NightHold]:
-    """Record this night's bad versions (a dry run records none), each a `fleet.version.held` event, and settle
-    the suspects tried alone; returns every hold now active."""
-    store = HoldStore(settings.state_path)
-    if summary.dry_run:
-        return store.active()
-    found = bad_versions(summary, failures_to_hold, summary.started_at.date())
-    store.remember(found, quiet_days)
-    store.settle_canaries(summary)
-    emit(held_events(found, summary.dashboard or "", summary.run_id))
-    return store.active()
-
-
-remember_bad_versions_task = task(remember_bad_versions, name="remember-bad-versions", **STEP_OPTIONS)
+@task(name="remember-bad-versions", **STEP_OPTIONS)
+async def remember_bad_versions_task(summary: Summary, failures_to_hold: int, settings: PipelineSettings,
+                                     quiet_days: int = 30) -> list[NightHold]:
+    """`remember_bad_versions`, its events sent through this run's outbox."""
+    return await remember_bad_versions(summary, failures_to_hold, settings, quiet_days, outbox=NightOutbox())

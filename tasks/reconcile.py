@@ -1,7 +1,7 @@
-"""Step 9: re-sync the sites that were worked on, list their updates again, and give every item one outcome.
+"""Step 9 as a task: re-sync the sites that were worked on, list their updates again, and give every item one outcome.
 
 Each lane re-syncs its sites (`sync_sites_task`), lists them again (`detect_updates_task`) and reconciles here;
-the outcomes come from `fleet.rules.reconcile`, which trusts only that fresh state. The tasks here are async, like the
+the outcomes come from `fleet.rules.reconcile`, which trusts only that fresh state. The task is async, like the
 flows: a sync task run inside an async flow opens a Prefect client (and a TLS context) of its own.
 """
 
@@ -12,12 +12,13 @@ from prefect import task
 from fleet.model.summary import Item
 from fleet.rules.execution import CallResult, JobOutcome
 from fleet.rules.plan import DetectedUpdate, PlanItem, SiteRecord
-from fleet.rules.reconcile import reconcile
+from fleet.rules.reconcile import reconcile_lane
 from fleet.rules.sync_failures import SyncFailures
 from orchestration.retries import STEP_OPTIONS
 
 
-async def reconcile_lane(
+@task(name="reconcile", **STEP_OPTIONS)
+async def reconcile_task(
     items: list[PlanItem],
     sites: list[SiteRecord],
     calls: list[CallResult],
@@ -25,9 +26,5 @@ async def reconcile_lane(
     resync_failures: SyncFailures,
     after: list[DetectedUpdate],
 ) -> list[Item]:
-    """Every item of a lane with one outcome, from the re-sync's failures and the fresh list."""
-    resync_errors = {site_id: message for site_id, (_, message) in resync_failures.items()}
-    return reconcile(items, {site.id: site for site in sites}, calls, jobs, resync_errors, after)
-
-
-reconcile_task = task(reconcile_lane, name="reconcile", **STEP_OPTIONS)
+    """`reconcile_lane`: every item of a lane with one outcome."""
+    return reconcile_lane(items, sites, calls, jobs, resync_failures, after)

@@ -10,15 +10,11 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
+from orchestration.artifacts import artifact_key
 from reporting.result import ReportResult
 from reporting.run_report import RenderedRun, render_reports, report_result
 from reporting.settings import MailSettings
 from tasks.notify import notify_task
-
-
-def artifact_key(run_id: str, prefix: str = "report") -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    return (f"{prefix}-" + "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()))[:100]
 
 
 @task(name="report", cache_policy=NO_CACHE, persist_result=False)

@@ -1,4 +1,5 @@
-"""Step 1: sync the selected sites, so that everything after works on what the sites report tonight."""
+"""Step 1 as tasks: sync the selected sites (`fleet.engine.sync`), and read MainWP's limits on its calls to child
+sites (`fleet.engine.child_limits`)."""
 
 from __future__ import annotations
 
@@ -6,91 +7,36 @@ from typing import TYPE_CHECKING
 
 from prefect import task
 
-from dashboard.errors import DashboardError
-from dashboard.models import ConnectionLimits
-from fleet.engine.lost_answers import settle_lost_sync
+from fleet.engine.child_limits import read_child_slots
+from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
-from fleet.pacing.call_sizing import CallSizer, Operation, Work
-from fleet.pacing.child_slots import ChildSlots, server_key
-from fleet.pacing.progress import NightProgress, Tally, heartbeat
+from fleet.pacing.call_sizing import CallSizer
+from fleet.pacing.child_slots import ChildSlots
+from fleet.pacing.progress import NightProgress
 from fleet.rules.plan import SiteRecord
-from fleet.rules.site_errors import SiteErrorIndex, error_message
-from fleet.rules.sync_failures import SyncFailure, SyncFailures
+from fleet.rules.sync_failures import SyncFailures
+from orchestration.call_gate import call_gate
 from orchestration.progress import step_logger
 from orchestration.retries import STEP_OPTIONS
-from tasks.batch_calls import BatchCall, send_batch_calls
 
 if TYPE_CHECKING:
     from dashboard.client import DashboardClient
 
 
-async def sync_sites(
+@task(name="sync-sites", **STEP_OPTIONS)
+async def sync_sites_task(
     client: DashboardClient,
     sites: list[SiteRecord],
     settings: PipelineSettings,
     sizer: CallSizer | None = None,
     progress: NightProgress | None = None,
 ) -> SyncFailures:
-    """Sync the sites in calls sized by time; return the failures by site id.
-
-    Immediate calls are preferred (they answer per site); a call the dashboard queues anyway is waited on. A
-    call whose answer was lost is never sent again: its sites are read until each shows synced or failed.
-    """
-    sizer = sizer or settings.call_sizer()
-    by_id = {site.id: site for site in sites}
-    failures: SyncFailures = {}
-    logger = step_logger()
-    tally = Tally(total=len(sites))
-
-    async def send(call: BatchCall) -> object:
-        return await client.sync_sites(call.site_ids)
-
-    async def read(call: BatchCall) -> None:
-        if call.lost is not None:
-            logger.warning("sync of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
-                           call.site_ids, call.lost)
-            failures.update(await settle_lost_sync(client, [by_id[site_id] for site_id in call.site_ids], sizer,
-                                                   settings, logger))
-            return
-        for site_id, error in call.refused + call.failed:
-            failures[site_id] = SyncFailure(error.code, error_message(error.code, error.message))
-        if call.job is not None:
-            for report in call.job.reports:
-                failures[report.site_id] = SyncFailure("sync_failed", report.message or "sync failed")
-            if not call.job.finished:
-                for site_id in call.site_ids:
-                    failures.setdefault(site_id, SyncFailure("sync_unfinished",
-                                                             f"sync job {call.job_id}: {call.job.job.reason}"))
-
-    def synced(units: int) -> None:
-        tally.add(units)
-        if progress is not None:
-            progress.add(progress.synced, units)
-
-    async with heartbeat(logger, lambda: f"sync: {tally.describe('site(s)')}", settings.progress_seconds):
-        await send_batch_calls(client, sizer, Operation.sync, {None: [Work(site.id) for site in sites]}, send, read,
-                               settings, SiteErrorIndex(sites), "sync", on_done=synced)
-    return failures
+    """`sync_sites`, each call through this run's gate."""
+    return await sync_sites(client, sites, settings, sizer, progress, gate=call_gate())
 
 
-sync_sites_task = task(sync_sites, name="sync-sites", **STEP_OPTIONS)
-
-
-async def read_child_slots(client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings) -> ChildSlots:
-    """MainWP's limits on its calls to child sites (read once a night; its defaults when the key cannot read
-    the settings), with the server of each site: the night's syncs and updates are planned around them."""
-    logger = step_logger()
-    try:
-        limits = await client.connection_limits()
-    except DashboardError as error:
-        limits = ConnectionLimits()
-        logger.warning("the dashboard's limits on calls to child sites could not be read (%s): planning with "
-                       "MainWP's defaults", error)
-    slots = ChildSlots(limits, settings.time_scale, {site.id: server_key(site.id, site.ip) for site in sites})
-    logger.info("calls to child sites: at most %d at once, %d ms apart, %d per server, %d ms apart per server; "
-                "%d site(s) on %d server(s)", limits.maximum_requests, limits.minimum_delay_ms,
-                limits.maximum_ip_requests, limits.minimum_ip_delay_ms, len(sites), len(set(slots.servers.values())))
-    return slots
-
-
-read_child_slots_task = task(read_child_slots, name="read-child-limits", **STEP_OPTIONS)
+@task(name="read-child-limits", **STEP_OPTIONS)
+async def read_child_slots_task(client: DashboardClient, sites: list[SiteRecord], settings: PipelineSettings
+                                ) -> ChildSlots:
+    """`read_child_slots`, said in this run's log."""
+    return await read_child_slots(client, sites, settings, step_logger())

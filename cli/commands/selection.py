@@ -57,9 +57,9 @@ def check_before_the_run(label: str, request: NightRequest, sends_report: bool, 
     from dashboard.client import DashboardClient
     from dashboard.errors import TransportError
     from fleet.state.continuity import adopt_legacy_state
+    from orchestration.preflight import check_dashboard, check_settings
     from reporting.alert import check_alert_blocks
     from reporting.settings import MailSettings
-    from tasks.preflight import check_dashboard, check_settings
 
     async def check() -> None:
         checked = check_settings(request, dashboard_from_environment=True,

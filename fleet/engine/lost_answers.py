@@ -3,7 +3,6 @@ still be doing the work, so the night reads the sites until they are quiet inste
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -11,7 +10,7 @@ from dashboard.errors import DashboardError
 from fleet.model.settings import PipelineSettings
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.pacing.fan_out import fan_out
-from fleet.pacing.progress import heartbeat
+from fleet.pacing.progress import Log, heartbeat
 from fleet.pacing.quiet import Quiet, wait_until_quiet
 from fleet.rules.plan import SiteRecord
 from fleet.rules.sync_failures import SyncFailure, SyncFailures
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from dashboard.client import DashboardClient
 
 PendingState = frozenset[tuple[int, str, str, str]]
-Log = logging.Logger | logging.LoggerAdapter
 
 
 async def wait_for_quiet_sites(

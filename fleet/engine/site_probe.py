@@ -1,4 +1,5 @@
-"""An HTTP probe of a site's home page: a non-2xx answer, a timeout, or a PHP fatal error served with 200 fails."""
+"""An HTTP probe of a site's home page: a non-2xx answer, a timeout, or a PHP fatal error served with 200 fails;
+each site's probe before the night touches it, and after."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel
+
+from dashboard.wire import AiohttpWire
+from fleet.model.settings import PipelineSettings
+from fleet.pacing.fan_out import fan_out
+from fleet.rules.plan import SiteRecord
 
 # What WordPress and PHP print when a plugin or theme broke the site (WordPress 5.2+ recovery mode, raw PHP).
 FATAL_MARKERS = (
@@ -67,3 +73,35 @@ async def probe_home_page(http: httpx.AsyncClient, url: str) -> ProbeResult:
     if not 200 <= code < 300:
         return ProbeResult(ok=False, http_code=code, response_ms=elapsed, error=f"home page answered HTTP {code}")
     return ProbeResult(ok=True, http_code=code, response_ms=elapsed)
+
+
+def probe_client(settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """What the night asks the sites' own pages with (a visitor's plain GET, no dashboard work)."""
+    return httpx.AsyncClient(transport=transport or AiohttpWire(verify=settings.verify_tls),
+                             timeout=settings.probe_timeout_seconds, headers={"User-Agent": "fleet-maintenance probe"})
+
+
+async def probe_sites(
+    sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
+) -> list[ProbeResult | None]:
+    """The home-page probe of each site (None for every site when probing is turned off). A probe whose answer
+    was lost (a timeout, a cut connection) is asked once more before it counts: a lost answer is not a broken
+    site."""
+    if not settings.probe_sites:
+        return [None] * len(sites)
+    async with probe_client(settings, transport) as http:
+        async def probe(url: str) -> ProbeResult:
+            first = await probe_home_page(http, url)
+            return await probe_home_page(http, url) if first.lost else first
+
+        urls = [probe_url(site.url, settings.probe_url_template) for site in sites]
+        return await fan_out(urls, probe, settings.probe_concurrency)
+
+
+async def probe_before_updates(
+    sites: list[SiteRecord], settings: PipelineSettings, transport: httpx.AsyncBaseTransport | None = None
+) -> dict[int, ProbeResult]:
+    """Each site's home page before the night touches it: a site failing after is broken by the night only if
+    it passed here."""
+    probes = await probe_sites(sites, settings, transport)
+    return {site.id: probe for site, probe in zip(sites, probes, strict=True) if probe is not None}

@@ -25,11 +25,11 @@ from typing import Any, Protocol
 
 import httpx
 
-from fleet.engine.site_probe import probe_url
+from fleet.engine.site_probe import ProbeResult, probe_client, probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import BAND_ORDER, Band, PageLook, SiteLook, UpdateType
 from fleet.pacing.fan_out import fan_out
-from fleet.rules.plan import DetectedUpdate, SiteRecord
+from fleet.rules.plan import DetectedUpdate, PlanItem, SiteRecord
 from fleet.state.visual_baselines import KeptPage, ListedVersions, VisualBaselines
 from fleet.visual.capture import CHROMIUM, PageCapture, Shot, chromium_path, shot_path
 from fleet.visual.diff import learn_mask, load_mask, noise_mask, save_mask
@@ -60,7 +60,8 @@ def listed_versions(updates: Iterable[DetectedUpdate]) -> dict[int, ListedVersio
 
 
 class Capture(Protocol):
-    """What shoots the pages: Chromium in this process (`PageCapture`), or task workers (`tasks.page_checks`)."""
+    """What shoots the pages: Chromium in this process (`PageCapture`), or task workers
+    (`fleet.engine.worker_shots`)."""
 
     async def __aenter__(self) -> Any: ...
 
@@ -347,3 +348,14 @@ class VisualWatch:
             return -(BAND_ORDER.index(look.band) if look.band is not None else -1), look.site_id
 
         return sorted(self.looks.values(), key=order)
+
+
+async def take_baselines(watch: VisualWatch, sites: list[SiteRecord], items: list[PlanItem],
+                         before: dict[int, ProbeResult], settings: PipelineSettings) -> int:
+    """Shoot the sites that passed the probe before and have a plugin, theme or core update planned (a site
+    already down has no look to keep); returns how many sites the night watches so far."""
+    changing = {item.site_id for item in items if item.type in VISUAL_STEPS}
+    chosen = [site for site in sites if site.id in changing and site.id in before and before[site.id].ok]
+    async with probe_client(settings) as http:  # the sitemaps: a visitor's plain GETs
+        await watch.take_baselines(chosen, http)
+    return len(watch.baselines)

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 FIRST_LINE_AFTER = 10.0  # a wait shorter than this says nothing
+Log = logging.Logger | logging.LoggerAdapter  # a Prefect run's logger, handed in by its task, or a plain one
+PLAIN_LOG = logging.getLogger("fleet")  # the log of a plain call outside any run
 
 
 @dataclass
@@ -75,7 +77,7 @@ def format_seconds(seconds: float) -> str:
 
 
 @contextlib.asynccontextmanager
-async def heartbeat(log: logging.Logger | logging.LoggerAdapter, describe: Callable[[], str],
+async def heartbeat(log: Log, describe: Callable[[], str],
                     every: float = 30.0) -> AsyncIterator[None]:
     """While the block runs: a line after `min(10 s, every)`, then one every `every` seconds."""
 

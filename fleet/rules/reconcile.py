@@ -16,6 +16,7 @@ from fleet.model.keys import item_key
 from fleet.model.summary import DRY_RUN_RULE, Item, Outcome
 from fleet.rules.execution import CallResult, ItemReport, JobOutcome
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord
+from fleet.rules.sync_failures import SyncFailures
 
 NOT_VERIFIED = "updated, not verified"  # how an `updated` item's reason starts when only the answer says so
 
@@ -161,3 +162,16 @@ def _not_moved(
         installed = " (it said nothing was installed)" if report.old_version == "" else ""
         return Outcome.unchanged, f"reported updated but the version did not move{installed}"
     return Outcome.unchanged, "no error was reported but the version did not move"
+
+
+def reconcile_lane(
+    items: list[PlanItem],
+    sites: list[SiteRecord],
+    calls: list[CallResult],
+    jobs: list[JobOutcome],
+    resync_failures: SyncFailures,
+    after: list[DetectedUpdate],
+) -> list[Item]:
+    """Every item of a lane with one outcome, from the re-sync's failures and the fresh list."""
+    resync_errors = {site_id: message for site_id, (_, message) in resync_failures.items()}
+    return reconcile(items, {site.id: site for site in sites}, calls, jobs, resync_errors, after)

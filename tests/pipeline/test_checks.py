@@ -5,10 +5,10 @@ from __future__ import annotations
 from dashboard.client import DashboardClient
 from emulator.config import EmulatorConfig
 from emulator.testing import InProcessEmulator
+from fleet.engine.health_checks import count_open_incidents
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HealthCheck
 from fleet.rules.plan import SiteRecord
-from tasks.checks import count_open_incidents
 
 
 async def test_open_incidents_are_counted_once_for_all_sites_and_only_for_sites_down():

@@ -239,9 +239,9 @@ async def test_an_update_that_breaks_a_site_fails_its_health_check(dashboard, tm
 async def test_a_lane_whose_step_fails_accounts_for_its_items_and_the_others_carry_on(dashboard, monkeypatch):
     dashboard(sites=60, seed=3)
     monkeypatch.setenv("FLEET_CHUNK_SIZE", "20")
-    import tasks.reconcile
+    import fleet.rules.reconcile
 
-    reconcile = tasks.reconcile.reconcile
+    reconcile = fleet.rules.reconcile.reconcile
     broken: set[int] = set()
 
     def failing_for_one_lane(items, sites, *args):
@@ -251,7 +251,7 @@ async def test_a_lane_whose_step_fails_accounts_for_its_items_and_the_others_car
             raise InvalidInput("the fresh list could not be read", code="bad_listing")
         return reconcile(items, sites, *args)
 
-    monkeypatch.setattr(tasks.reconcile, "reconcile", failing_for_one_lane)
+    monkeypatch.setattr(fleet.rules.reconcile, "reconcile", failing_for_one_lane)
     summary, plan = read_run(await update_fleet(selection=Selection()))
 
     assert_every_item_accounted(summary, plan)

@@ -14,6 +14,7 @@ import pytest
 from dashboard.client import DashboardClient
 from emulator.records import Site
 from fleet.engine.culprit import contain_site
+from fleet.engine.dashboard_switchboard import DashboardSwitchboard
 from fleet.engine.revival import GuardLine, revive
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Containment, ContainmentStatus, UpdateType
@@ -22,7 +23,6 @@ from fleet.rules.policy import Policy
 from guard.client import GuardClient, GuardSite
 from guard.keys import FleetKeys
 from guard.signing import private_key, public_key_text
-from tasks.contain import DashboardSwitchboard
 from tests.emulator import test_site_pages
 from tests.emulator.abilities_harness import ROOT_URL, Dashboard
 from tests.emulator.test_breakage import ability, mark, truth_of

@@ -21,6 +21,7 @@ from cli.app import app
 from cli.demo import dashboard_environment
 from dashboard.client import DashboardClient
 from dashboard.errors import AuthenticationError
+from fleet.engine.interrupted_runs import REMOVED
 from fleet.engine.night import Night
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, Selection, Summary, UpdateType, run_directories
@@ -30,7 +31,6 @@ from fleet.state.job_journal import JobJournal
 from flows.nightly import nightly_maintenance
 from flows.sync import dashboard_memory
 from orchestration.limits import night_lock
-from tasks.interrupted import REMOVED
 from tests.local_http import LOCAL_HTTP
 from tests.pipeline.conftest import read_run
 from tests.pipeline.night_invariants import shared_plugin

@@ -66,9 +66,9 @@ async def test_non_2xx_and_timeouts_fail():
 
 async def test_a_probe_whose_answer_was_lost_is_asked_once_more_before_it_counts():
     """A site slow only the first time (its answer lost to the timeout) passes; one that never answers fails."""
+    from fleet.engine.site_probe import probe_sites
     from fleet.model.settings import PipelineSettings
     from fleet.rules.plan import SiteRecord
-    from tasks.checks import probe_sites
 
     asked: dict[str, int] = {}
 

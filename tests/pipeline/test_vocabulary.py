@@ -65,7 +65,7 @@ def test_a_dry_run_counts_what_it_would_apply_as_would_update_not_as_excluded():
                              "26 Nov 2026 01:55 UTC), so the real night may differ")
     may_differ = "so the real night may differ"
     assert planned_from(None) == f"planned from the dashboard's last sync (its time unknown), {may_differ}"
-    from tasks.summarise import headline  # the run's markdown artifact in the Prefect UI
+    from orchestration.artifacts import headline  # the run's markdown artifact in the Prefect UI
 
     assert "5 items found: would update 3; ignored 1; excluded 1; planned from" in headline(dry)
     same = LastSync(oldest=START, newest=START + timedelta(seconds=20))

@@ -74,7 +74,7 @@ async def test_report_flow_publishes_the_artifact_and_fails_visibly_on_refusal(
     from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.report import report
-    from tasks.report import artifact_key
+    from orchestration.artifacts import artifact_key
 
     result = await report(str(run_copy.run_dir), send=True)
     assert result.ok and len(smtp_env.mailbox.received) == 4

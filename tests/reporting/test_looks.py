@@ -232,7 +232,7 @@ async def test_the_report_task_publishes_the_visual_results_as_a_table(prefect_h
     from prefect.client.schemas.sorting import ArtifactSort
 
     from flows.report import report
-    from tasks.report import artifact_key
+    from orchestration.artifacts import artifact_key
 
     run_dir = night_with_looks(tmp_path)
     await report(str(run_dir), send=False)

@@ -56,7 +56,7 @@ async def test_the_notify_block_gets_the_short_text_with_the_link(monkeypatch: p
 
 
 def test_bad_mail_settings_leave_the_notify_block_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.contain import night_mail_settings
+    from orchestration.night_alerts import night_mail_settings
 
     monkeypatch.setenv("FLEET_NOTIFY_BLOCK", "slack-webhook/ops")
     monkeypatch.setenv("FLEET_SMTP_PORT", "not a port")

@@ -16,13 +16,13 @@ from dashboard.client import DashboardClient
 from dashboard.errors import ConfigurationError, NotFound
 from dashboard.home import SettingsError, setting_source
 from dashboard.settings import DashboardSettings
+from fleet.engine.detection import load_fleet
 from fleet.engine.night import NightRequest
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
 from fleet.rules.plan import check_selection
 from fleet.rules.policy import Policy, check_client_names, client_names
 from reporting.settings import MailSettings
-from tasks.detect import load_fleet
 
 # A person's mistake, not the night's failure: a run a person started ends with the one line and no alert.
 
