@@ -347,7 +347,9 @@ async def test_a_night_on_the_emulators_clock_alone_never_hits_its_gateway(dashb
 async def test_behind_a_20_s_gateway_a_slow_site_meets_it_at_most_once_per_step(dashboard, monkeypatch):
     """A site that alone outlasts a short gateway cannot be made faster, but all its items of a step go in one call,
     whose outcome is read back: it meets the gateway once per step, not once per item. And once the gateway is
-    learned, no call of several sites meets it."""
+    learned, a call of several sites meets it only for a slow site among them (sized to the learned gateway, the
+    call itself fits; a site slow beyond it is not known before its first call, and calls went out side by side
+    when the first 504 came back: on a loaded machine some after it)."""
     emulator = dashboard(sites=120, seed=31, time_scale=0.01, gateway_timeout=20, slow_site_rate=0.08)
     calls: list[dict] = []  # every sync or update call: when it went out, its sites, its type, whether it met a 504
     for name in ("sync_sites", "run_updates", "update_site_items"):
@@ -370,10 +372,9 @@ async def test_behind_a_20_s_gateway_a_slow_site_meets_it_at_most_once_per_step(
     slow = {int(site_id) for site_id, site in emulator.truth()["sites"].items() if site["slow"]}
     assert met and {site for call in met for site in call["sites"]} & slow, "the slow tail met the gateway"
     learned = min(call["answered"] for call in met)
-    assert [call["sites"] for call in met if len(call["sites"]) > 1 and call["at"] > learned] == [], [
-        (c["name"], c["type"], c["sites"], [s in slow for s in c["sites"]],
-         [any(s in o["sites"] for o in calls if o["at"] < c["at"]) for s in c["sites"]])
-        for c in met if len(c["sites"]) > 1 and c["at"] > learned]
+    too_big = [call for call in met
+               if len(call["sites"]) > 1 and call["at"] > learned and not set(call["sites"]) & slow]
+    assert too_big == [], [(c["name"], c["type"], c["sites"]) for c in too_big]
     updated_before: dict[int, float] = {}  # a site's first update call: its syncs before it are the first step's
     for call in calls:
         if call["name"] != "sync_sites":
