@@ -1,11 +1,11 @@
 """The nightly benchmark for two commits side by side in one run: a change that must leave the night no slower and
 no bigger (a renovation) is measured, not assumed.
 
-Each round runs `bench/nightly.py --variants pipeline` once from each commit's checkout (a temporary git worktree,
-imported first through PYTHONPATH, on the libraries installed here), the commit that goes first alternating from
-round to round so that neither always meets a cold or a warm machine. Prints the medians of each commit's night
-(wall time, orchestration CPU per site, peak RSS) and the after/before ratios; writes
-bench/results/before_after.json with every round.
+Each round runs this checkout's `bench/nightly.py --variants pipeline` once over each commit's code (a temporary
+git worktree, imported first through PYTHONPATH, on the libraries installed here): one measuring code for both,
+the commit that goes first alternating from round to round so that neither always meets a cold or a warm machine.
+Prints the medians of each commit's night (wall time, orchestration CPU per site, peak RSS) and the after/before
+ratios; writes bench/results/before_after.json with every round.
 
 Run: `python bench/before_after.py --before COMMIT [--after HEAD] [--sites 1000] [--rounds 3] [--time-scale 0.01]`.
 """
@@ -41,9 +41,9 @@ def checkout(commit: str, into: Path) -> str:
 
 
 def night(tree: Path, sites: int, time_scale: float, out: Path) -> dict[str, Any]:
-    """One pipeline night of `sites` run by the benchmark of `tree`, with `tree`'s code."""
+    """One pipeline night of `sites`, measured by this checkout's benchmark, with `tree`'s code."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    subprocess.run([sys.executable, str(tree / "bench" / "nightly.py"), "--sites", str(sites), "--variants",
+    subprocess.run([sys.executable, str(ROOT / "bench" / "nightly.py"), "--sites", str(sites), "--variants",
                     "pipeline", "--time-scale", str(time_scale), "--out", str(out)], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     [row] = json.loads(out.read_text())["results"]

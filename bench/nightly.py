@@ -189,8 +189,12 @@ def later_night() -> None:
     from dashboard.settings import DashboardSettings
     from fleet.model.settings import PipelineSettings
     from fleet.state.rollback_reads import RollbackReads
+    from flows.sync import dashboard_memory
 
-    RollbackReads(PipelineSettings().state_path, DashboardSettings().base_url).record((), (), ())
+    settings = PipelineSettings()
+    memory = dashboard_memory(None, settings)  # the dashboard's own memory, as the night opens it
+    memory.open()
+    RollbackReads(settings.with_memory(memory.path).state_path, DashboardSettings().base_url).record((), (), ())
 
 
 def run_pipeline(credentials: dict[str, Any], sites: int, time_scale: float, variant: str,
