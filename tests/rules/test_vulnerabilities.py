@@ -47,7 +47,7 @@ FEED = {("plugin", "forms"): [affected("1", "*", "2.0", high_in=False), affected
     ("1.5", "2.0", VulnerabilityClass.fixes, ["1"], ["2"]),
     ("1.5", "3.1", VulnerabilityClass.fixes, ["1", "2"], []),
     ("2.5", "2.9", VulnerabilityClass.no_fix, [], ["2"]),
-    ("2.5", None, VulnerabilityClass.no_fix, [], ["2"]),  # installed, nothing offered: exposure
+    ("2.5", None, VulnerabilityClass.no_fix, [], ["2"]),  # installed, nothing offered: a vulnerable install
     ("3.1", "3.2", VulnerabilityClass.routine, [], []),
     ("3.1", "4.0.1", VulnerabilityClass.routine, [], []),  # an update into a vulnerable release: said in `open` of none
     ("4.0-RC1", "4.1", VulnerabilityClass.fixes, ["2"], []),  # a pre-release inside a range given by its second range
