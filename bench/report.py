@@ -45,7 +45,13 @@ def with_long_lists(summary: object, rng: random.Random) -> None:
     """The last night's long lists: broken and already-down sites, failed checks, deferred and revived sites,
     known vulnerabilities (fixed, not fixed, no fix)."""
     from fleet.model.summary import HealthCheck, Outcome, SiteAlarm, Suspect, UpdateType
-    from fleet.model.vulnerability import Exposure, FeedStatus, ItemSecurity, Security, Vulnerability
+    from fleet.model.vulnerability import (
+        FeedStatus,
+        ItemVulnerabilities,
+        Vulnerability,
+        VulnerabilityClass,
+        VulnerableInstall,
+    )
 
     night = summary.finished_at
     for site in summary.sites:
@@ -68,16 +74,16 @@ def with_long_lists(summary: object, rng: random.Random) -> None:
         elif draw < 0.064:
             site.revived = True
         if rng.random() < 0.01:
-            summary.exposure.append(Exposure(
+            summary.exposure.append(VulnerableInstall(
                 site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client=site.client,
                 type="plugin", slug="plugin-119", name="Plugin 119", version="2.0", vulnerabilities=[Vulnerability(
                     id=f"x{site.site_id}", cve="CVE-2026-20001", cvss_score=5.3, cvss_rating="Medium",
                     published=(night - timedelta(days=12)).strftime("%Y-%m-%d %H:%M:%S"))]))
-    fixes = {f"plugin-{n}": ItemSecurity(Security.fixes, fixes=(Vulnerability(
+    fixes = {f"plugin-{n}": ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(Vulnerability(
         id=f"w{n}", cve=f"CVE-2026-{10000 + n}", cvss_score=9.8, cvss_rating="Critical",
         published=(night - timedelta(hours=30)).strftime("%Y-%m-%d %H:%M:%S")),)) for n in range(FIXING)}
     for item in summary.items:
-        item.security = fixes.get(item.slug, ItemSecurity(Security.routine))
+        item.security = fixes.get(item.slug, ItemVulnerabilities(VulnerabilityClass.routine))
         if item.outcome is Outcome.deferred:
             item.reason = WINDOWS[0]
     summary.vulnerability_feed = FeedStatus(source="https://feed.example/vulnerabilities",

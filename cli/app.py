@@ -24,7 +24,7 @@ from cli.commands import (
     screenshots,
     serve,
     update,
-    vulns,
+    vulnerabilities,
 )
 
 app = typer.Typer(
@@ -87,5 +87,6 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(approve.app, name="approve")
 app.add_typer(deploy.app, name="deploy")
 app.add_typer(screenshots.app, name="screenshots")
-app.add_typer(vulns.app, name="vulns")
+app.add_typer(vulnerabilities.app, name="vulnerabilities")
+app.add_typer(vulnerabilities.app, name="vulns", hidden=True)  # the old name, kept for existing scripts
 app.add_typer(guard.app, name="guard")

@@ -303,12 +303,12 @@ async def plan_night(
     )
     accounted = await account_for_interrupted_runs(client, interrupted, sites, pending, night, settings,
                                                    judge=request.run_checks)
-    night.security = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
-                                                       request.dry_run)
+    night.vulnerabilities = await review_vulnerabilities_task(client, quote(sites), quote(pending), settings,
+                                                              request.dry_run)
     plan = await apply_policy_task(quote(PlanRequest(
         run_id=night.run_id, created_at=started, sites=sites, pending=pending, ignored=ignored, policy=night.policy,
         selection=request.selection, dry_run=request.dry_run, planned_for=request.at and moment,
-        security=night.security.items)), settings)
+        vulnerabilities=night.vulnerabilities.items)), settings)
     del pending, ignored  # the plan holds them now
     if request.fixes_only:
         plan = fixes_only(plan, night.policy.security)

@@ -17,8 +17,8 @@ from fleet.rules.plan import PlanItem, SiteRecord
 from orchestration.events import emit
 from reporting.alert import (
     BreakNotice,
-    SecurityNotice,
     StillDownNotice,
+    VulnerabilityNotice,
     dashboard_name,
     deliver_alert,
     release_of,
@@ -79,10 +79,10 @@ def run_ui_url() -> str | None:
     return run_link(flow_run.id)
 
 
-async def tell_security_news(summary: Summary, alerts: Path) -> None:
+async def tell_vulnerability_news(summary: Summary, alerts: Path) -> None:
     """Each vulnerability the night saw first (at or above the policy's threshold) to the operator, once: by e-mail
     (or `.eml`) and through the notification blocks. Bad mail settings never stop the night (the file is written)."""
     for news in summary.security_news:
-        notice = SecurityNotice(run_name=summary.run_id, dashboard=dashboard_name(summary.dashboard), news=news,
-                                run_url=run_ui_url())
+        notice = VulnerabilityNotice(run_name=summary.run_id, dashboard=dashboard_name(summary.dashboard), news=news,
+                                     run_url=run_ui_url())
         await deliver_alert(notice, MailSettings.alerts_only(), alerts)

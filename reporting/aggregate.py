@@ -59,7 +59,7 @@ from reporting.model import (
     UpdatedSite,
 )
 from reporting.rows import DryRun, ItemRow, PastRun, SiteRow, TrendItem
-from reporting.security import security_rows, security_section
+from reporting.vulnerability_section import vulnerability_rows, vulnerability_section
 
 ITEM_COLUMNS = [
     "site_id", "site_name", "site_url", "client", "type", "slug", "name",
@@ -531,7 +531,7 @@ def build_report(
     *,
     client: str | None = None,
     max_rows: int = 100,
-    security_items: list[ItemRow] | None = None,
+    vulnerability_items: list[ItemRow] | None = None,
 ) -> ReportData:
     """The data of one report: the whole fleet (`client=None`) or only the named client's sites, in its words
     (the operator's, a dry run's, or a client's: `fleet.model.vocabulary`).
@@ -542,7 +542,7 @@ def build_report(
     and Markdown): `max_rows` updated items, a quarter of that per not-done outcome and for the sites named in a
     window's group, half of it for the sites to check and those already down.
     A client reads nothing internal: no error, rule, run id, failure rate or other client's site.
-    `security_items`: the items the vulnerability feed classed as more than routine (`security_rows`); by
+    `vulnerability_items`: the items the vulnerability feed classed as more than routine (`vulnerability_rows`); by
     default those of `summary.items`.
     """
     items = window[-1][1]
@@ -605,6 +605,6 @@ def build_report(
         revived=revived_sentence(len(revived), client=is_client),
         revived_sites=Rows.split(revived, MAX_NAMED),
         planned_from=planned_from(summary.last_sync) if summary.dry_run else "",
-        security=security_section(summary, security_rows(summary.items) if security_items is None else security_items,
-                                  client=client, tidy=clean),
+        vulnerabilities=vulnerability_section(summary, vulnerability_rows(summary.items) if vulnerability_items is None
+                                              else vulnerability_items, client=client, tidy=clean),
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dashboard.home import SettingsError, setting_source
 from fleet.model.summary import Containment, ContainmentStatus
 from fleet.model.vocabulary import AWAITING_APPROVAL, count
-from fleet.model.vulnerability import SecurityNews
+from fleet.model.vulnerability import VulnerabilityNews
 from reporting.mail import Outgoing, build_message, send, write_eml
 from reporting.settings import MailSettings
 
@@ -386,13 +386,13 @@ class NotStartedNotice(ShortText):
 
 
 @dataclass(frozen=True)
-class SecurityNotice(ShortText):
+class VulnerabilityNotice(ShortText):
     """A vulnerability at or above the policy's threshold the operator hears of once: new tonight with no fix yet, or
     its fix first offered tonight and not installed (the site stays vulnerable)."""
 
     run_name: str
     dashboard: str
-    news: SecurityNews
+    news: VulnerabilityNews
     run_url: str | None = None
 
     @property
@@ -447,7 +447,7 @@ class SecurityNotice(ShortText):
         return f"security-{self.run_name}-{self.news.kind}-{re.sub(r'[^A-Za-z0-9.-]', '-', self.news.vulnerability.id)}"
 
 
-Notice = Alert | ApprovalNotice | BreakNotice | StillDownNotice | NotStartedNotice | SecurityNotice
+Notice = Alert | ApprovalNotice | BreakNotice | StillDownNotice | NotStartedNotice | VulnerabilityNotice
 
 
 def alert_email(alert: Notice, settings: MailSettings) -> Outgoing:

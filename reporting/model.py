@@ -20,7 +20,7 @@ from fleet.model.vocabulary import (
     count,
     moment,
 )
-from reporting.security import SecuritySection
+from reporting.vulnerability_section import VulnerabilitySection
 
 SITE_STATUS_TITLES = {
     "online": "online",
@@ -680,7 +680,7 @@ class ReportData:
     planned_from: str = ""  # a dry run: what it planned from, so that the real night may differ
     against_dry_run: AgainstDryRun | None = None  # the operator's: how the night differed from the dry run
     reply_to: str | None = None  # a client's: where a reply to its report goes (None: no promise of an answer)
-    security: SecuritySection | None = None  # known vulnerabilities: fixes installed, held, without a fix
+    vulnerabilities: VulnerabilitySection | None = None  # known vulnerabilities: fixes installed, held, without a fix
 
     @property
     def voice(self) -> Voice:

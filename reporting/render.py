@@ -21,7 +21,7 @@ from reporting.model import (
     ReportData,
     image_subtype,
 )
-from reporting.security import MAX_ROWS
+from reporting.vulnerability_section import MAX_ROWS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#!()])")

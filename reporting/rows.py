@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fleet.model.summary import SUMMARY_FILE, HealthCheck, LastSync, Outcome, SiteLook, Summary, UpdateType
-from fleet.model.vulnerability import ItemSecurity
+from fleet.model.vulnerability import ItemVulnerabilities
 from reporting.json_stream import ObjectStream
 
 BATCH = 2000  # array elements validated at a time
@@ -46,7 +46,7 @@ class ItemRow:
     rule: str | None = None
     until: date | None = None
     suspect: bool = False
-    security: ItemSecurity | None = None  # what the update fixes or leaves open (the vulnerability feed)
+    security: ItemVulnerabilities | None = None  # what the update fixes or leaves open (the vulnerability feed)
     fix_waited_hours: float | None = None  # a security fix installed tonight: hours since first offered
 
 

@@ -34,8 +34,8 @@ from reporting.model import Chart, ReportData
 from reporting.render import data_uri, render_html, render_markdown, render_text
 from reporting.result import ReportResult, delivery_problems
 from reporting.rows import ReportSummary, SiteRow, read_dry_run, read_summary
-from reporting.security import security_rows
 from reporting.settings import MailSettings
+from reporting.vulnerability_section import vulnerability_rows
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class RunWindow:
         self.audiences: list[tuple[str | None, list[str]]] = [(None, []), *client_recipients(self.summary).items()]
         self.reply_to = {client.name: client.reply_to for client in self.summary.clients if client.reply_to}
         self.history.append((self.summary, items_frame(self.summary.items)))
-        self.security_items = security_rows(self.summary.items)  # the few the security section lists
+        self.vulnerability_items = vulnerability_rows(self.summary.items)  # the few the vulnerability section lists
         self.summary.items = []  # in the frame now
         self.client_rows = [client_rows(frame) for _, frame in self.history]
         self.sites: dict[str, list[SiteRow]] = {}
@@ -188,7 +188,7 @@ class RunWindow:
     def report(self, client: str | None, max_rows: int) -> ReportData:
         if client is None:
             data = build_report(self.summary, self.history, self.summary.sites, max_rows=max_rows,
-                                security_items=self.security_items)
+                                vulnerability_items=self.vulnerability_items)
             data.looks = operator_looks(self.summary.looks, [alarm.site_id for alarm in data.broken.shown])
             for alarm in data.broken.shown:  # a folded alarm is one line: its look is the looks' own
                 alarm.look = data.looks.site(alarm.site_id)
@@ -200,7 +200,7 @@ class RunWindow:
             for (run, frame), rows in zip(self.history, self.client_rows, strict=True)
         ]
         data = build_report(self.summary, window, self.sites.get(client, []), client=client, max_rows=max_rows,
-                            security_items=self.security_items)
+                            vulnerability_items=self.vulnerability_items)
         data.looks = client_looks(self.looks.get(client, []))
         return data
 

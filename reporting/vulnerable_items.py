@@ -1,6 +1,6 @@
-"""The night's vulnerable items sorted once, for every view (the reports' security section, `fleet vulns show`):
-fixed, not installed (a fix offered and not installed: still vulnerable), and open (no fix offered yet), so that
-no view can call a site safe that another calls vulnerable.
+"""The night's vulnerable items sorted once, for every view (the reports' vulnerability section, `fleet
+vulnerabilities show`): fixed, not installed (a fix offered and not installed: still vulnerable), and open (no fix
+offered yet), so that no view can call a site safe that another calls vulnerable.
 
 An item whose update fixes one vulnerability and leaves another open is in two lists: its fix (fixed or not
 installed) and its open vulnerabilities (open), since the site stays vulnerable to those whatever became of the
@@ -14,7 +14,7 @@ from datetime import datetime
 
 from fleet.model.summary import Item, Outcome, Summary
 from fleet.model.vocabulary import operator_voice, said_outcome, with_reason
-from fleet.model.vulnerability import Security, Vulnerability, published_at
+from fleet.model.vulnerability import Vulnerability, VulnerabilityClass, published_at
 from reporting.rows import ItemRow
 
 
@@ -48,7 +48,8 @@ class VulnerableItem:
 
 @dataclass(frozen=True, slots=True)
 class VulnerableItems:
-    """The three lists, each in the summary's order (its items, then its exposure), and the items never checked."""
+    """The three lists, each in the summary's order (its items, then its vulnerable installs: `exposure`), and the
+    items never checked."""
 
     fixed: list[VulnerableItem]
     not_installed: list[VulnerableItem]  # a fix offered and not installed: the site still vulnerable
@@ -64,35 +65,35 @@ def public_hours(vulnerabilities: tuple[Vulnerability, ...] | list[Vulnerability
 
 def vulnerable_items(summary: Summary, items: Iterable[ItemRow | Item], *, client: str | None = None
                      ) -> VulnerableItems:
-    """Sort the summary's vulnerable items (`items`: a report holds them apart from its summary) and its exposure;
-    `client` keeps only that client's (None: every site)."""
+    """Sort the summary's vulnerable items (`items`: a report holds them apart from its summary) and its
+    vulnerable installs (`exposure`); `client` keeps only that client's (None: every site)."""
     now, dry_run = summary.finished_at, summary.dry_run
     fixed: list[VulnerableItem] = []
     not_installed: list[VulnerableItem] = []
     still: list[VulnerableItem] = []
     unchecked = 0
     for item in items:
-        security = item.security
-        if security is None or (client is not None and item.client != client):
+        found = item.security
+        if found is None or (client is not None and item.client != client):
             continue
-        if security.security is Security.unchecked:
+        if found.security is VulnerabilityClass.unchecked:
             unchecked += 1
-        if security.security not in (Security.fixes, Security.no_fix):
+        if found.security not in (VulnerabilityClass.fixes, VulnerabilityClass.no_fix):
             continue
         outcome = said_outcome(item.outcome, item.rule)  # a dry run's fix it would apply: would be installed
-        if security.security is Security.fixes and outcome is Outcome.updated:
-            fixed.append(_entry(item, outcome, security.fixes, now, word="would be installed" if dry_run
+        if found.security is VulnerabilityClass.fixes and outcome is Outcome.updated:
+            fixed.append(_entry(item, outcome, found.fixes, now, word="would be installed" if dry_run
                                 else "installed", installed=not dry_run))
-        elif security.security is Security.fixes:
-            not_installed.append(_entry(item, outcome, security.fixes, now,
+        elif found.security is VulnerabilityClass.fixes:
+            not_installed.append(_entry(item, outcome, found.fixes, now,
                                         word=operator_voice().term(outcome).word, reason=item.reason))
-        if security.open:
-            still.append(_entry(item, outcome, security.open, now))
-    for exposed in summary.exposure:
-        if client is None or exposed.client == client:
-            vulnerabilities = tuple(exposed.vulnerabilities)
-            still.append(VulnerableItem(exposed.site_name, exposed.site_url, exposed.client, exposed.type,
-                                        exposed.name or exposed.slug, exposed.version, vulnerabilities, None,
+        if found.open:
+            still.append(_entry(item, outcome, found.open, now))
+    for vulnerable in summary.exposure:
+        if client is None or vulnerable.client == client:
+            vulnerabilities = tuple(vulnerable.vulnerabilities)
+            still.append(VulnerableItem(vulnerable.site_name, vulnerable.site_url, vulnerable.client, vulnerable.type,
+                                        vulnerable.name or vulnerable.slug, vulnerable.version, vulnerabilities, None,
                                         public_hours=public_hours(vulnerabilities, now)))
     return VulnerableItems(fixed, not_installed, still, unchecked)
 

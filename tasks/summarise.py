@@ -11,7 +11,7 @@ from fleet.model.events import night_finished_event
 from fleet.model.summary import Summary
 from orchestration.artifacts import show_summary
 from orchestration.events import emit
-from orchestration.night_alerts import tell_security_news
+from orchestration.night_alerts import tell_vulnerability_news
 from orchestration.retries import STEP_OPTIONS
 
 
@@ -21,5 +21,5 @@ async def write_summary_task(summary: Summary, run_dir: Path) -> Path:
     path = summary.write(run_dir)
     await show_summary(summary)
     emit([night_finished_event(summary, summary.dashboard or "")])
-    await tell_security_news(summary, run_dir.parent / "alerts")
+    await tell_vulnerability_news(summary, run_dir.parent / "alerts")
     return path

@@ -7,7 +7,7 @@ from prefect import get_run_logger, task
 
 from dashboard.client import DashboardClient
 from fleet.engine.offered_fixes import find_offered_fixes
-from fleet.engine.vulnerability_review import NightSecurity, review_vulnerabilities_step
+from fleet.engine.vulnerability_review import NightVulnerabilities, review_vulnerabilities_step
 from fleet.model.settings import PipelineSettings
 from fleet.rules.plan import DetectedUpdate, SiteRecord
 from fleet.rules.policy import Policy
@@ -16,7 +16,7 @@ from orchestration.retries import STEP_OPTIONS
 
 @task(name="review-vulnerabilities", **STEP_OPTIONS)
 async def review_vulnerabilities_task(client: DashboardClient, sites: list[SiteRecord], pending: list[DetectedUpdate],
-                                      settings: PipelineSettings, dry_run: bool = False) -> NightSecurity:
+                                      settings: PipelineSettings, dry_run: bool = False) -> NightVulnerabilities:
     """`review_vulnerabilities_step`, said in this run's log."""
     return await review_vulnerabilities_step(client, sites, pending, settings, dry_run, log=get_run_logger())
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fleet.model.summary import UpdateType
-from fleet.model.vulnerability import Security
+from fleet.model.vulnerability import VulnerabilityClass
 from fleet.pacing.child_slots import grouped_by_server, server_key
 from fleet.pacing.fan_out import chunked
 from fleet.rules.plan import Decision, Plan, PlanCohort, PlanItem, SiteRecord
@@ -67,7 +67,7 @@ def split_into_lanes(plan: Plan, cohort: PlanCohort, lane_size: int) -> list[Lan
 
 
 def fixes_a_vulnerability(item: PlanItem) -> bool:
-    return item.security is not None and item.security.security is Security.fixes
+    return item.security is not None and item.security.security is VulnerabilityClass.fixes
 
 
 def without_sites(lane: Lane, site_ids: set[int]) -> tuple[Lane, list[PlanItem]]:

@@ -22,7 +22,7 @@ from fleet.engine.interrupted import account_interrupted, given_up
 from fleet.engine.lanes import Lane, without_sites
 from fleet.engine.run_summary import build_summary, clients_with_recipients, dashboard_work, interrupted_summary
 from fleet.engine.visual_watch import VisualWatch
-from fleet.engine.vulnerability_review import NightSecurity
+from fleet.engine.vulnerability_review import NightVulnerabilities
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import (
     ApprovalRecord,
@@ -221,7 +221,7 @@ class Night:
     visual: VisualWatch | None = None  # the policy's `visual:` checks, while the night runs
     notes: list[str] = field(default_factory=list)  # about its memory (moved, or found empty): in the report too
     synced: int = 0  # sites its own sync reached (of `progress.synced.total`)
-    security: NightSecurity | None = None  # the pending items classed against the vulnerability feed
+    vulnerabilities: NightVulnerabilities | None = None  # the pending items classed against the vulnerability feed
     said: int = 0  # the notes the run's log has said
 
     def unsaid_notes(self) -> list[str]:
@@ -313,8 +313,8 @@ class Night:
         summary.errors = self.notes + summary.errors + ([f"the night did nothing: {summary.did_nothing}"]
                                                         if summary.did_nothing else [])
         summary.looks = self.visual.finish(set(self.breaks.sites)) if self.visual else []
-        if self.security is not None:
-            self.security.mark(summary, policy.security)
+        if self.vulnerabilities is not None:
+            self.vulnerabilities.mark(summary, policy.security)
         summary.work = None if request.dry_run else dashboard_work(
             self.sizer, syncs=self.progress.synced.done + done.resynced,
             update_items=sum(1 for item in done.items if item.applied_by_run is None), checks=len(done.checks),

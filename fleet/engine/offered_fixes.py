@@ -33,12 +33,12 @@ async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings
     sites, _ = await load_fleet(client)
     site_ids = [site.id for site in sites if site.status in (SiteStatus.online, SiteStatus.offline)]
     pending = await detect_updates(client, site_ids, settings.concurrency)
-    security = await asyncio.to_thread(review_vulnerabilities, pending, settings.home_state_path)
-    offered = sites_offered_fixes(security, policy.security)
+    vulnerabilities = await asyncio.to_thread(review_vulnerabilities, pending, settings.home_state_path)
+    offered = sites_offered_fixes(vulnerabilities, policy.security)
     if not offered:
-        (log.warning if security.feed.problem else log.info)(
+        (log.warning if vulnerabilities.feed.problem else log.info)(
             "security: none of %d site(s) that can take updates is offered a fix at or above the policy's "
-            "threshold; %s", len(site_ids), security.line())
+            "threshold; %s", len(site_ids), vulnerabilities.line())
         return []
     chosen, _ = place_in_windows([site for site in sites if site.id in offered], policy.windows, policy.blackouts,
                                  now)
@@ -47,13 +47,13 @@ async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings
         run_id="security-check", created_at=now, sites=chosen, pending=pending,
         ignored=await load_ignores(client, offered), policy=policy, selection=Selection(), dry_run=True,
         first_seen=FirstSeenStore(settings.state_path).known((u.release for u in pending), now.date()),
-        security=security.items)), policy.security)
+        vulnerabilities=vulnerabilities.items)), policy.security)
     plan.items = hold_remembered(plan.items, HoldStore(settings.state_path).active())
     found = sorted({item.site_id for item in plan.items if item.decision is Decision.apply})
     left = Counter(item.decision.value for item in plan.items if item.decision is not Decision.apply)
-    (log.warning if security.feed.problem else log.info)(
+    (log.warning if vulnerabilities.feed.problem else log.info)(
         "security: %d of %d site(s) that can take updates offered a fix at or above the policy's threshold, %d "
         "with a fix to apply%s; %s", len(offered), len(site_ids), len(found),
         f" (the others' fixes: {', '.join(f'{n} {what}' for what, n in sorted(left.items()))})" if left else "",
-        security.line())
+        vulnerabilities.line())
     return found

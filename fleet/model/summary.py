@@ -14,7 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dashboard.models import UpdateType
-from fleet.model.vulnerability import Exposure, ExposureStats, FeedStatus, ItemSecurity, SecurityNews
+from fleet.model.vulnerability import (
+    FeedStatus,
+    ItemVulnerabilities,
+    VulnerabilityNews,
+    VulnerabilityStats,
+    VulnerableInstall,
+)
 
 SUMMARY_FILE = "summary.json"
 DRY_RUN_RULE = "dry_run"  # the rule of a dry run's items it would apply (their outcome: excluded)
@@ -95,7 +101,10 @@ class Item(Record):
     approved_by: str | None = Field(None, description="An item that needed approval: who approved it.")
     applied_by_run: str | None = Field(
         None, description="The interrupted run that applied this item (accounted for by this run).")
-    security: ItemSecurity | None = Field(
+    # `security` (here and in ItemVulnerabilities), `exposure`, `exposure_stats`, `security_news`, `security_run`:
+    # persisted summary.json names, kept as they are so that every old summary still reads (the glossary is in
+    # fleet.model.vulnerability's docstring).
+    security: ItemVulnerabilities | None = Field(
         None, description="What the update means for the site's security: the vulnerabilities it fixes and those it "
         "leaves open (the vulnerability feed); None: not classed.")
     fix_waited_hours: float | None = Field(
@@ -501,15 +510,16 @@ class Summary(BaseModel):
     looks: list[SiteLook] = Field(default_factory=list, description="The visual checks (the policy's `visual:`).")
     vulnerability_feed: FeedStatus | None = Field(None, description="The copy of the vulnerability feed the "
                                                   "items were matched against (its age, its last problem).")
-    exposure: list[Exposure] = Field(default_factory=list, description="Installed items with a known vulnerability "
-                                     "and no update pending: vulnerable, no fix offered.")
+    # exposure, security_news, exposure_stats: persisted names, kept (see Item.security)
+    exposure: list[VulnerableInstall] = Field(default_factory=list, description="Installed items with a known "
+                                              "vulnerability and no update pending: vulnerable, no fix offered.")
     unchecked_sites: list[int] = Field(default_factory=list, description="Selected sites whose installed items "
                                        "could not be matched (never read as clean).")
-    security_news: list[SecurityNews] = Field(
+    security_news: list[VulnerabilityNews] = Field(
         default_factory=list, description="What the operator is told of once tonight: a new vulnerability with no fix "
         "and a fix first offered and not installed, at or above the policy's threshold (alerted with the summary).")
-    exposure_stats: ExposureStats | None = Field(None, description="Exposure across nights on this dashboard: "
-                                                 "open now, and the time from a fix offered to patched.")
+    exposure_stats: VulnerabilityStats | None = Field(None, description="Exposure across nights on this dashboard: "
+                                                      "open now, and the time from a fix offered to patched.")
     did_nothing: str | None = Field(None, description="Why the night did nothing it was there to do: it synced no "
                                     "site, or attempted none of its updates (the run fails and alerts).")
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from fleet.model.keys import ItemKey, item_key
 from fleet.model.release import UpdateKey
 from fleet.model.summary import Outcome, Record, Selection, UpdateType
-from fleet.model.vulnerability import ItemSecurity
+from fleet.model.vulnerability import ItemVulnerabilities
 from fleet.rules.policy import EffectiveRules, OverrideNames, Policy, Rule, SecurityLane
 from fleet.rules.security_lane import ROUTINE, lane_pass, urgent_fix
 from fleet.rules.windows import Deferral
@@ -127,7 +127,7 @@ class PlanItem(DetectedUpdate):
     opens_at: datetime | None = None
     cohort: str | None = None
     approved_by: str | None = None
-    security: ItemSecurity | None = None  # its class against the vulnerability feed (None: not classed)
+    security: ItemVulnerabilities | None = None  # its class against the vulnerability feed (None: not classed)
     last_good: str | None = None  # the way back: the version that last worked on its site (an open incident's)
 
     @property
@@ -229,15 +229,16 @@ class PlanRequest:
     first_seen: Mapping[UpdateKey, date] = field(default_factory=dict)  # a release not in it: first seen today
     dry_run: bool = False
     planned_for: datetime | None = None  # a rehearsal: windows, blackouts and dates as at this moment
-    security: Mapping[ItemKey, ItemSecurity] | None = None  # each item's class against the vulnerability feed
+    vulnerabilities: Mapping[ItemKey, ItemVulnerabilities] | None = None  # each item's class against the feed
 
 
 def build_plan(request: PlanRequest) -> Plan:
     """Decide every pending and ignored item of the request's sites, as at its `planned_for`.
 
-    `security` (each item's class against the vulnerability feed) puts the fixes in the security lane
+    `vulnerabilities` (each item's class against the vulnerability feed) puts the fixes in the security lane
     (`fleet.rules.security_lane`): past a closed window (its site then no longer deferred) and `min_age_days`."""
-    sites, policy, selection, security = request.sites, request.policy, request.selection, request.security
+    sites, policy, selection = request.sites, request.policy, request.selection
+    vulnerabilities = request.vulnerabilities
     today = (request.planned_for or request.created_at).date()
     by_id = {site.id: site for site in sites}
     ignores: dict[tuple[int, UpdateType, str], IgnoreEntry] = {}
@@ -257,7 +258,8 @@ def build_plan(request: PlanRequest) -> Plan:
         if entry is not None and entry.covers(update.to_version):
             items.append(_ignored(update, entry))
             continue
-        fast = lane_pass(security.get(update.key), site.deferral, policy.security) if security else ROUTINE
+        fast = (lane_pass(vulnerabilities.get(update.key), site.deferral, policy.security) if vulnerabilities
+                else ROUTINE)
         if site.deferral is not None and not fast.past_window:
             rule = Rule.blackout if site.deferral.blackout else Rule.window
             items.append(PlanItem(**update.model_dump(), decision=Decision.deferred, rule=rule,
@@ -322,8 +324,8 @@ def build_plan(request: PlanRequest) -> Plan:
             items.append(_ignored(update, entry))
     if opened:
         sites = [site.model_copy(update={"deferral": None}) if site.id in opened else site for site in sites]
-    for item in items if security else ():  # plan.json says what each update fixes or leaves open
-        item.security = security.get(item_key(item))
+    for item in items if vulnerabilities else ():  # plan.json says what each update fixes or leaves open
+        item.security = vulnerabilities.get(item_key(item))
     return Plan(run_id=request.run_id, created_at=request.created_at, dry_run=request.dry_run,
                 planned_for=request.planned_for, selection=selection, sites=sites, items=items)
 

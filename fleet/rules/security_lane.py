@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.model.vulnerability import ItemSecurity, Security
+from fleet.model.vulnerability import ItemVulnerabilities, VulnerabilityClass
 from fleet.rules.policy import SecurityLane
 from fleet.rules.windows import Deferral
 
@@ -25,8 +25,8 @@ class LanePass:
 ROUTINE = LanePass()
 
 
-def lane_pass(security: ItemSecurity | None, deferral: Deferral | None, lane: SecurityLane) -> LanePass:
-    fix = urgent_fix(security, lane)
+def lane_pass(vulnerabilities: ItemVulnerabilities | None, deferral: Deferral | None, lane: SecurityLane) -> LanePass:
+    fix = urgent_fix(vulnerabilities, lane)
     if fix is None:
         return ROUTINE
     return LanePass(fix=fix, past_window=deferral is not None and not deferral.blackout and not lane.windows,
@@ -35,11 +35,11 @@ def lane_pass(security: ItemSecurity | None, deferral: Deferral | None, lane: Se
                     if lane.approval else None)
 
 
-def urgent_fix(security: ItemSecurity | None, lane: SecurityLane) -> str | None:
+def urgent_fix(vulnerabilities: ItemVulnerabilities | None, lane: SecurityLane) -> str | None:
     """The vulnerabilities at or above the policy's threshold that the item's update fixes, in a few words (the
     worst first); None when it fixes none: the item is routine for the security lane."""
-    if security is None or security.security is not Security.fixes:
+    if vulnerabilities is None or vulnerabilities.security is not VulnerabilityClass.fixes:
         return None
-    counted = sorted((v for v in security.fixes if lane.counts(v.cvss_score, v.cvss_rating)),
+    counted = sorted((v for v in vulnerabilities.fixes if lane.counts(v.cvss_score, v.cvss_rating)),
                      key=lambda v: -(v.cvss_score if v.cvss_score is not None else 10.0))
     return ", ".join(v.label for v in counted) or None

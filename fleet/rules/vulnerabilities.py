@@ -12,9 +12,9 @@ from fleet.model.vulnerability import (
     WILDCARD,
     AffectedRange,
     FeedRange,
-    ItemSecurity,
-    Security,
+    ItemVulnerabilities,
     Vulnerability,
+    VulnerabilityClass,
 )
 from fleet.model.wordpress_version import plain_numbers, version_compare
 
@@ -79,9 +79,11 @@ def feed_key(type_: str, slug: str) -> tuple[str, str] | None:
     return feed_type, slug.split("/")[0].removesuffix(".php").lower()
 
 
-_ROUTINE = ItemSecurity(security=Security.routine)
-_NO_FEED = ItemSecurity(security=Security.unchecked, why_unchecked="no copy of the vulnerability feed")
-_NO_VERSION = ItemSecurity(security=Security.unchecked, why_unchecked="the installed version is not known")
+_ROUTINE = ItemVulnerabilities(security=VulnerabilityClass.routine)
+_NO_FEED = ItemVulnerabilities(security=VulnerabilityClass.unchecked,
+                               why_unchecked="no copy of the vulnerability feed")
+_NO_VERSION = ItemVulnerabilities(security=VulnerabilityClass.unchecked,
+                                  why_unchecked="the installed version is not known")
 
 
 class FleetMatch:
@@ -95,7 +97,7 @@ class FleetMatch:
         self.feed = feed
         self._compiled: dict[tuple[str, str], list[_Compiled]] = {}
         self._affecting: dict[tuple[tuple[str, str], str], list[Vulnerability]] = {}
-        self._classes: dict[tuple[str, str, str | None, str | None], ItemSecurity] = {}
+        self._classes: dict[tuple[str, str, str | None, str | None], ItemVulnerabilities] = {}
 
     def affecting(self, key: tuple[str, str], version: str) -> list[Vulnerability]:
         found = self._affecting.get((key, version))
@@ -107,7 +109,7 @@ class FleetMatch:
             found = self._affecting[key, version] = _affected_by(version, ranges)  # type: ignore[assignment]
         return found
 
-    def classify(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemSecurity:
+    def classify(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemVulnerabilities:
         """What one item means: its update fixes a vulnerability, leaves one open, or is routine; or unchecked.
         `offered` None is an installed item with no update pending (its vulnerabilities are all open)."""
         memo = (type_, slug, installed, offered)
@@ -116,7 +118,7 @@ class FleetMatch:
             known = self._classes[memo] = self._first(type_, slug, installed, offered)
         return known
 
-    def _first(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemSecurity:
+    def _first(self, type_: str, slug: str, installed: str | None, offered: str | None) -> ItemVulnerabilities:
         key = feed_key(type_, slug)
         if key is None:
             return _ROUTINE
@@ -128,17 +130,17 @@ class FleetMatch:
             return _ROUTINE
         return self._class(key, installed, offered)
 
-    def _class(self, key: tuple[str, str], installed: str, offered: str | None) -> ItemSecurity:
+    def _class(self, key: tuple[str, str], installed: str, offered: str | None) -> ItemVulnerabilities:
         now = self.affecting(key, installed)
         if not now:
             return _ROUTINE
         after = {v.id for v in self.affecting(key, offered)} if offered else {v.id for v in now}
         fixes = tuple(v for v in now if v.id not in after)
         still = tuple(v for v in now if v.id in after)
-        return ItemSecurity(Security.fixes if fixes else Security.no_fix, fixes, still)
+        return ItemVulnerabilities(VulnerabilityClass.fixes if fixes else VulnerabilityClass.no_fix, fixes, still)
 
 
 def classify(type_: str, slug: str, installed: str | None, offered: str | None,
-             feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> ItemSecurity:
+             feed: Mapping[tuple[str, str], list[FeedRange]] | None) -> ItemVulnerabilities:
     """One item classed on its own (a fleet is classed through one `FleetMatch`)."""
     return FleetMatch(feed).classify(type_, slug, installed, offered)

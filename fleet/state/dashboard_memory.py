@@ -1,8 +1,8 @@
 """Where each dashboard's memory lives: one SQLite file per dashboard, beside the home's own database.
 
 Everything the service remembers across runs about a dashboard (the journal of runs, write calls and jobs, the
-night lock, holds, incidents, first-seen dates, maintained window days, exposure, rollback reads, visual baselines)
-is kept in `<home>/dashboards/<key>/`, where the key is the dashboard's address without its scheme
+night lock, holds, incidents, first-seen dates, maintained window days, vulnerability history, rollback reads,
+visual baselines) is kept in `<home>/dashboards/<key>/`, where the key is the dashboard's address without its scheme
 (`dash.example.com`, `127.0.0.1-8080`): no run can read another dashboard's memory, whatever it asks. The home's
 own database (FLEET_STATE_DB, default FLEET_HOME/fleet-state.sqlite) keeps only what is about WordPress rather than a
 dashboard: the vulnerability feed's copy.

@@ -77,11 +77,11 @@ def test_the_rehearsal_on_the_emulator_runs_as_printed(tmp_path: Path) -> None:
     assert any(line.startswith(canary.run_id) for line in output.splitlines()), output[-4000:]  # `fleet runs`
     # the rehearsal covers security: the emulator's feed was read, a fix went first, the rest waited
     from fleet.model.summary import Outcome
-    from fleet.model.vulnerability import Security
+    from fleet.model.vulnerability import VulnerabilityClass
 
     assert canary.vulnerability_feed is not None and canary.vulnerability_feed.fetched_at, output[-4000:]
-    fixes = [item for item in canary.items if item.security and item.security.security is Security.fixes]
+    fixes = [item for item in canary.items if item.security and item.security.security is VulnerabilityClass.fixes]
     assert fixes and {item.outcome for item in fixes} == {Outcome.updated}, [(i.slug, i.outcome) for i in fixes]
     routine = [item for item in canary.items if item.outcome is Outcome.delayed]
-    assert routine and not any(item.security and item.security.security is Security.fixes for item in routine)
-    assert "fix installed" in output, output[-4000:]  # `fleet vulns`
+    assert routine and not any(item.security and item.security.security is VulnerabilityClass.fixes for item in routine)
+    assert "fix installed" in output, output[-4000:]  # `fleet vulnerabilities`

@@ -171,8 +171,8 @@ def test_every_chat_message_says_its_counts_in_the_vocabularys_words() -> None:
     """One word per count reaches the chat too: a count is said with its unit for one or many (the vocabulary's
     `count`), never "site(s)"; the approval gate's updates in the plan's word, "awaiting approval"."""
     from fleet.model.vocabulary import AWAITING_APPROVAL, count
-    from fleet.model.vulnerability import SecurityNews, Vulnerability
-    from reporting.alert import ApprovalNotice, SecurityNotice, StillDownNotice
+    from fleet.model.vulnerability import Vulnerability, VulnerabilityNews
+    from reporting.alert import ApprovalNotice, StillDownNotice, VulnerabilityNotice
 
     for n in (1, 2):
         approval = ApprovalNotice(flow="nightly-maintenance", run_name="brave-fox", run_id="1",
@@ -180,7 +180,7 @@ def test_every_chat_message_says_its_counts_in_the_vocabularys_words() -> None:
                                   until="2026-11-27T03:00:00+00:00")
         down = StillDownNotice(run_name="r2", dashboard="dash.example.com", incident_id=3, site="Shop (https://shop)",
                                opened_by="r1", age_days=n, saw="HTTP 500", done="r1: broke", next_steps="restore it")
-        news = SecurityNotice(run_name="r2", dashboard="dash.example.com", news=SecurityNews(
+        news = VulnerabilityNotice(run_name="r2", dashboard="dash.example.com", news=VulnerabilityNews(
             kind="no_fix", vulnerability=Vulnerability(id="w1", cve="CVE-2026-1", cvss_score=9.8,
                                                        cvss_rating="Critical"),
             type="plugin", slug="forms", name="Forms", release="1.0", sites=[f"Site {i}" for i in range(n)]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.engine.lanes import split_into_lanes
 from fleet.model.summary import UpdateType
-from fleet.model.vulnerability import ItemSecurity, Security, Vulnerability
+from fleet.model.vulnerability import ItemVulnerabilities, Vulnerability, VulnerabilityClass
 from fleet.rules.plan import Decision, IgnoreEntry, PlanCohort, SiteStatus
 from fleet.rules.policy import parse_policy
 from tests.pipeline.test_plan import P, T, plan_of, site, upd
@@ -45,9 +45,9 @@ def test_a_cohort_without_work_has_no_lanes():
 def test_fixes_go_first_the_sites_with_a_security_fix_fill_the_first_lanes_with_their_servers():
     sites = [site(i, ip=f"10.0.0.{i}") for i in range(1, 6)] + [site(6, ip="10.0.0.2")]  # 6 shares 2's server
     plan = plan_of(sites, [upd(i, P, f"p{i}") for i in range(1, 7)])
-    fix = ItemSecurity(Security.fixes, fixes=(Vulnerability(id="v1", cve="CVE-2026-1"),))
+    fix = ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(Vulnerability(id="v1", cve="CVE-2026-1"),))
     for item in plan.items:
-        item.security = fix if item.site_id in (5, 2) else ItemSecurity(Security.routine)
+        item.security = fix if item.site_id in (5, 2) else ItemVulnerabilities(VulnerabilityClass.routine)
     lanes = split_into_lanes(plan, PlanCohort(name="all", site_ids=list(range(1, 7))), lane_size=2)
     assert [lane.site_ids for lane in lanes] == [[2, 6], [5, 1], [3, 4]]
     routine = plan_of(sites, [upd(i, P, f"p{i}") for i in range(1, 7)])  # without fixes: as before

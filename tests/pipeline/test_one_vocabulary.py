@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from fleet.model.summary import DRY_RUN_RULE, Outcome, Summary
 from fleet.model.vocabulary import client_voice, operator_voice
-from fleet.model.vulnerability import Security
+from fleet.model.vulnerability import VulnerabilityClass
 from reporting.run_report import file_stem
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -135,7 +135,7 @@ class Lines(logging.Filter):
 def assert_the_security_section_counts_in_the_same_words(run_dir: Path, summary: Summary) -> None:
     """The known vulnerabilities' counts (fixes installed; not installed, by word) are the items' own, in the words
     of the outcomes, in the three formats of the operator's report."""
-    fixes = [item for item in summary.items if item.security and item.security.security is Security.fixes]
+    fixes = [item for item in summary.items if item.security and item.security.security is VulnerabilityClass.fixes]
     installed = sum(1 for item in fixes if item.outcome is Outcome.updated)
     by_word = Counter(operator_voice().term(item.outcome).word for item in fixes if item.outcome is not Outcome.updated)
     assert fixes and by_word, "the night has fixes to count, installed and not"
@@ -151,7 +151,7 @@ def assert_the_security_section_counts_in_the_same_words(run_dir: Path, summary:
 def test_a_dry_run_and_then_the_night_say_every_count_in_one_word_everywhere(dashboard, tmp_path: Path, monkeypatch):
     emulator = dashboard(sites=16, seed=5)
     credentials = emulator.server.credentials
-    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])  # the security section counts too
+    monkeypatch.setenv("FLEET_VULN_FEED", credentials["vulnerability_feed"])  # the vulnerability section counts too
     monkeypatch.setenv("FLEET_VULN_FEED_KEY", credentials["admin_token"])
     monkeypatch.setenv("FLEET_REPORT_TO", "ops@example.com")
     monkeypatch.setenv("FLEET_MAIL_FROM", "Fleet reports <reports@agency.example>")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Outcome, UpdateType
-from fleet.model.vulnerability import Security
+from fleet.model.vulnerability import VulnerabilityClass
 from fleet.rules.breakage import SitesBrokenByRun
 from flows.security import patch_vulnerabilities
 from flows.sync import dashboard_memory
@@ -52,7 +52,7 @@ async def test_a_vulnerability_published_after_a_night_is_patched_before_the_nex
         assert not any(item.outcome is Outcome.updated for item in read_run(settled)[0].items)
 
     routine = [item for item in night.items if item.type is UpdateType.plugin and item.outcome is Outcome.delayed
-               and item.security is not None and item.security.security is Security.routine]
+               and item.security is not None and item.security.security is VulnerabilityClass.routine]
     target = routine[0]
     offered = [item for item in routine if item.slug == target.slug and item.from_version == target.from_version
                and item.to_version == target.to_version]
@@ -74,7 +74,7 @@ async def test_a_vulnerability_published_after_a_night_is_patched_before_the_nex
     patched = {(item.site_id, item.slug) for item in summary.items if item.outcome is Outcome.updated}
     assert patched == {(item.site_id, item.slug) for item in offered}
     assert patched <= {(item.site_id, item.slug) for item in rehearsal.items}  # the rehearsal planned them
-    assert all(item.security.security is Security.fixes for item in summary.items)  # fixes only
+    assert all(item.security.security is VulnerabilityClass.fixes for item in summary.items)  # fixes only
     assert {item.site_id for item in offered} <= {site.id for site in plan.sites}
     assert {item.site_id for item in others} - {site.id for site in plan.sites}  # not the whole fleet
     assert {item.security.fixes[0].cve for item in summary.items if item.slug == target.slug} == {cve}
@@ -116,7 +116,7 @@ async def test_a_fix_that_breaks_its_site_fails_the_security_run_as_it_would_fai
         await patch_vulnerabilities()
     summary, _ = read_run(ended.value.summary_path)
     fixed = [item for item in summary.items if item.site_id == site["id"] and item.slug == target["slug"]]
-    assert fixed and fixed[0].security.security is Security.fixes
+    assert fixed and fixed[0].security.security is VulnerabilityClass.fixes
     assert "broke" in str(ended.value), str(ended.value)
     listed = CliRunner().invoke(app, ["runs"])
     [row] = [line for line in listed.output.splitlines() if line.startswith(summary.run_id)]

@@ -203,12 +203,12 @@ def write_security(summary: Summary, run_dir: Path, *, exposed: int = 30) -> Sum
     (installed, or not: held, skipped, failed, ...), and `exposed` installed items have one with no fix (more than
     a report lists before its fold); the measures across nights."""
     from fleet.model.vulnerability import (
-        Exposure,
-        ExposureStats,
         FeedStatus,
-        ItemSecurity,
-        Security,
+        ItemVulnerabilities,
         Vulnerability,
+        VulnerabilityClass,
+        VulnerabilityStats,
+        VulnerableInstall,
         Wait,
     )
 
@@ -217,11 +217,11 @@ def write_security(summary: Summary, run_dir: Path, *, exposed: int = 30) -> Sum
     for number, item in enumerate(summary.items):
         if item.slug in fixing and item.rule != DRY_RUN_RULE:
             published = (night - timedelta(hours=9 + 30 * (number % 5))).strftime("%Y-%m-%d %H:%M:%S")
-            item.security = ItemSecurity(Security.fixes, fixes=(Vulnerability(
+            item.security = ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(Vulnerability(
                 id=f"w{number}", cve=f"CVE-2026-{10000 + number}", cvss_score=9.8 if number % 2 else 6.1,
                 cvss_rating="Critical" if number % 2 else "Medium", published=published),))
     sites = [site for site in summary.sites if site.status == "online"]
-    summary.exposure = [Exposure(
+    summary.exposure = [VulnerableInstall(
         site_id=site.site_id, site_url=site.site_url, site_name=site.site_name, client=site.client, type="plugin",
         slug="wordfence", name="Wordfence Security", version="7.11.7",
         vulnerabilities=[Vulnerability(id=f"x{n}", cve=f"CVE-2026-{20000 + n}", cvss_score=5.3, cvss_rating="Medium",
@@ -230,7 +230,7 @@ def write_security(summary: Summary, run_dir: Path, *, exposed: int = 30) -> Sum
     summary.vulnerability_feed = FeedStatus(source="https://www.wordfence.com/api/intelligence/v3/vulnerabilities/"
                                             "production", fetched_at=(night - timedelta(hours=3)).isoformat(),
                                             records=38_928)
-    summary.exposure_stats = ExposureStats(
+    summary.exposure_stats = VulnerabilityStats(
         open=exposed + 4, open_sites=len(sites), open_fixable=4, no_fix=exposed, no_fix_median_days=26.0,
         no_fix_oldest_days=41.0, patched=12, since_published=Wait.of([9.0, 30.0, 50.0, 80.0, 200.0]),
         since_fix=Wait.of([0.0, 2.0, 24.0, 30.0]), since_offered=Wait.of([0.0, 0.0, 1.0]))

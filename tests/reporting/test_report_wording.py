@@ -218,7 +218,7 @@ def test_the_feed_sentence_names_the_copy_in_use_by_its_source_and_age() -> None
 
     from fleet.model.summary import Summary
     from fleet.model.vulnerability import FeedStatus
-    from reporting.security import feed_line
+    from reporting.vulnerability_section import feed_line
 
     night = datetime(2026, 11, 28, 2, tzinfo=UTC)
     copy = FeedStatus(source="https://mirror.example/feed", fetched_at=(night - timedelta(hours=5)).isoformat(),

@@ -1,6 +1,6 @@
 """One sorting of the vulnerable items for every view (issue 47): fixed, not installed (still vulnerable), open (no
-fix offered), from a built summary without Prefect; and `fleet vulns show` and the report list the same items in
-the same three groups."""
+fix offered), from a built summary without Prefect; and `fleet vulnerabilities show` and the report list the same
+items in the same three groups."""
 
 from __future__ import annotations
 
@@ -12,9 +12,15 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from fleet.model.summary import DRY_RUN_RULE, Item, Outcome, Summary, UpdateType
-from fleet.model.vulnerability import Exposure, FeedStatus, ItemSecurity, Security, Vulnerability
+from fleet.model.vulnerability import (
+    FeedStatus,
+    ItemVulnerabilities,
+    Vulnerability,
+    VulnerabilityClass,
+    VulnerableInstall,
+)
 from reporting.rows import read_summary
-from reporting.security import security_rows, security_section
+from reporting.vulnerability_section import vulnerability_rows, vulnerability_section
 from reporting.vulnerable_items import VulnerableItem, vulnerable_items
 
 NOW = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
@@ -26,7 +32,7 @@ UNDATED = Vulnerability(id="w3", title="<script>alert(1)</script>")
 ACME, BIRCH = "Acme Dental", "Birch & Co"
 
 
-def item(site: int, client: str | None, name: str, outcome: Outcome, security: ItemSecurity | None, *,
+def item(site: int, client: str | None, name: str, outcome: Outcome, security: ItemVulnerabilities | None, *,
          reason: str | None = None, rule: str | None = None, to_version: str | None = "1.1") -> Item:
     return Item(site_id=site, site_url=f"https://site{site}.example/", site_name=f"Site {site}", client=client,
                 type=UpdateType.plugin, slug=name.lower(), name=name, from_version="1.0", to_version=to_version,
@@ -42,19 +48,23 @@ def night(*, dry_run: bool = False) -> Summary:
     return Summary(
         run_id="r1", started_at=NOW, finished_at=NOW, dry_run=dry_run, dashboard="https://dash.example/wp-json",
         items=[
-            item(1, ACME, "Shop", **installed, security=ItemSecurity(Security.fixes, fixes=(CRITICAL,))),
-            item(1, ACME, "Forms", Outcome.held, ItemSecurity(Security.fixes, fixes=(CRITICAL,)),
+            item(1, ACME, "Shop", **installed,
+                 security=ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(CRITICAL,))),
+            item(1, ACME, "Forms", Outcome.held, ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(CRITICAL,)),
                  reason="held: the agency checks it first"),
             item(2, BIRCH, "Gallery", **installed,
-                 security=ItemSecurity(Security.fixes, fixes=(CRITICAL,), open=(MEDIUM,))),
-            item(2, BIRCH, "Slider", Outcome.skipped, ItemSecurity(Security.fixes, fixes=(MEDIUM,), open=(UNDATED,)),
+                 security=ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(CRITICAL,), open=(MEDIUM,))),
+            item(2, BIRCH, "Slider", Outcome.skipped,
+                 ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(MEDIUM,), open=(UNDATED,)),
                  reason="site is suspended"),
-            item(2, BIRCH, "Cache", Outcome.delayed, ItemSecurity(Security.no_fix, open=(MEDIUM,)), to_version=None),
-            item(1, ACME, "Seo", Outcome.updated, ItemSecurity(Security.routine)),
-            item(3, None, "Backup", Outcome.delayed, ItemSecurity(Security.unchecked, why_unchecked="no feed")),
+            item(2, BIRCH, "Cache", Outcome.delayed, ItemVulnerabilities(VulnerabilityClass.no_fix, open=(MEDIUM,)),
+                 to_version=None),
+            item(1, ACME, "Seo", Outcome.updated, ItemVulnerabilities(VulnerabilityClass.routine)),
+            item(3, None, "Backup", Outcome.delayed,
+                 ItemVulnerabilities(VulnerabilityClass.unchecked, why_unchecked="no feed")),
             item(1, ACME, "Captions", Outcome.updated, None),
         ],
-        exposure=[Exposure(site_id=3, site_url="https://site3.example/", site_name="Site 3", type="theme",
+        exposure=[VulnerableInstall(site_id=3, site_url="https://site3.example/", site_name="Site 3", type="theme",
                            slug="astra", name="Astra", version="4.8.3", vulnerabilities=[MEDIUM, UNDATED])],
         vulnerability_feed=FeedStatus(source="feed.json", fetched_at=NOW.isoformat(), records=3))
 
@@ -108,7 +118,7 @@ def test_a_dry_runs_fix_it_would_apply_would_be_installed_not_excluded() -> None
     assert [(entry.name, entry.fate, entry.installed) for entry in found.fixed] == [
         ("Shop", "would be installed", False), ("Gallery", "would be installed", False)]
     assert [entry.name for entry in found.not_installed] == ["Forms", "Slider"]
-    section = security_section(summary, security_rows(summary.items))
+    section = vulnerability_section(summary, vulnerability_rows(summary.items))
     assert section is not None
     assert section.sentence.startswith("2 security fixes would be installed; 2 not installed while vulnerable "
                                        "(held 1; skipped 1); 4 items with a known vulnerability and no fix yet")
@@ -117,7 +127,7 @@ def test_a_dry_runs_fix_it_would_apply_would_be_installed_not_excluded() -> None
 
 def test_the_report_says_a_fix_that_leaves_one_open_keeps_the_site_vulnerable() -> None:
     summary = night()
-    section = security_section(summary, security_rows(summary.items), tidy=lambda value, _: f"[{value}]")
+    section = vulnerability_section(summary, vulnerability_rows(summary.items), tidy=lambda value, _: f"[{value}]")
     assert section is not None
     assert [(row.item, row.version, row.vulnerabilities, row.state, row.age) for row in section.open] == [
         ("[Gallery]", "[1.0 → 1.1]", "[CVE-2026-2222 5.4 Medium]", "[]", "[public for 12 days]"),
@@ -129,13 +139,13 @@ def test_the_report_says_a_fix_that_leaves_one_open_keeps_the_site_vulnerable() 
     assert section.sentence == ("2 security fixes installed; 2 not installed while vulnerable (held 1; skipped 1); "
                                 "4 items with a known vulnerability and no fix yet; 1 item unchecked (never read as "
                                 "clean).")
-    birch = security_section(summary, security_rows(summary.items), client=BIRCH)
+    birch = vulnerability_section(summary, vulnerability_rows(summary.items), client=BIRCH)
     assert birch is not None and [row.item for row in birch.open] == ["Gallery", "Slider", "Cache"]
     assert birch.plain[-1].startswith("3 known security issues have no fix yet")
 
 
 def cli_groups(output: str) -> dict[str, set[tuple[str, str, str, str]]]:
-    """`fleet vulns show`'s lines by site (up to its count of sites), each in the group its words name."""
+    """`fleet vulnerabilities show`'s lines by site (up to its count of sites), each in the group its words name."""
     groups: dict[str, set[tuple[str, str, str, str]]] = {"fixed": set(), "not_installed": set(), "open": set()}
     site = ""
     for line in output.splitlines():
@@ -158,10 +168,10 @@ def test_the_command_line_and_the_report_list_the_same_items_in_the_same_groups(
     for dry_run in (False, True):
         run_dir = tmp_path / f"run-{dry_run}"
         night(dry_run=dry_run).write(run_dir)
-        shown = CliRunner().invoke(app, ["vulns", "show", "--run", str(run_dir)])
+        shown = CliRunner().invoke(app, ["vulnerabilities", "show", "--run", str(run_dir)])
         assert shown.exit_code == 0, shown.output
         summary = read_summary(run_dir)  # as the report run reads it
-        section = security_section(summary, security_rows(summary.items))
+        section = vulnerability_section(summary, vulnerability_rows(summary.items))
         assert section is not None
         reported = {group: {(row.site, row.item, row.version, row.vulnerabilities) for row in getattr(section, group)}
                     for group in ("fixed", "not_installed", "open")}

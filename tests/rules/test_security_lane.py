@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from fleet.model.summary import Selection, UpdateType
-from fleet.model.vulnerability import ItemSecurity, Security, Vulnerability
+from fleet.model.vulnerability import ItemVulnerabilities, Vulnerability, VulnerabilityClass
 from fleet.rules.plan import Decision, DetectedUpdate, PlanRequest, SiteRecord, build_plan
 from fleet.rules.policy import PolicyError, Rule, parse_policy
 from fleet.rules.windows import Deferral
@@ -16,16 +16,16 @@ from fleet.rules.windows import Deferral
 NOW = datetime(2026, 11, 21, 2, 0, tzinfo=UTC)
 SLUG = "forms/forms.php"
 HIGH = Vulnerability(id="v1", cve="CVE-2026-1", cvss_score=7.5, cvss_rating="High")
-FIX = {(1, "plugin", SLUG): ItemSecurity(Security.fixes, fixes=(HIGH,))}
+FIX = {(1, "plugin", SLUG): ItemVulnerabilities(VulnerabilityClass.fixes, fixes=(HIGH,))}
 
 
-def plan_of(policy: dict, deferral: Deferral | None = None, security=FIX, first_seen: date = NOW.date()):
+def plan_of(policy: dict, deferral: Deferral | None = None, vulnerabilities=FIX, first_seen: date = NOW.date()):
     site = SiteRecord(id=1, url="https://one.example/", name="One", deferral=deferral)
     update = DetectedUpdate(site_id=1, type=UpdateType.plugin, slug=SLUG, name="Forms", from_version="1.0",
                             to_version="1.0.1")
     plan = build_plan(PlanRequest(run_id="r", created_at=NOW, sites=[site], pending=[update], ignored=[],
                                   policy=parse_policy(policy), first_seen={update.release: first_seen},
-                                  selection=Selection(), security=security))
+                                  selection=Selection(), vulnerabilities=vulnerabilities))
     return plan.items[0], plan.sites[0]
 
 
@@ -39,9 +39,9 @@ def test_a_fix_goes_past_min_age_and_a_closed_window_and_opens_its_site():
 
 
 def test_a_routine_update_waits_as_before():
-    item, site = plan_of({"min_age_days": 30}, None, security={})
+    item, site = plan_of({"min_age_days": 30}, None, vulnerabilities={})
     assert item.decision is Decision.delayed and item.rule == Rule.min_age
-    item, site = plan_of({}, WINDOW, security={})
+    item, site = plan_of({}, WINDOW, vulnerabilities={})
     assert item.decision is Decision.deferred and site.deferral == WINDOW
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.model.vulnerability import AffectedRange, FeedRange, OddRecord, Security, Vulnerability, parse_record
+from fleet.model.vulnerability import (
+    AffectedRange,
+    FeedRange,
+    OddRecord,
+    Vulnerability,
+    VulnerabilityClass,
+    parse_record,
+)
 from fleet.rules.vulnerabilities import classify, feed_key, in_range
 
 
@@ -37,15 +44,15 @@ FEED = {("plugin", "forms"): [affected("1", "*", "2.0", high_in=False), affected
 
 
 @pytest.mark.parametrize(("installed", "offered", "security", "fixes", "left_open"), [
-    ("1.5", "2.0", Security.fixes, ["1"], ["2"]),
-    ("1.5", "3.1", Security.fixes, ["1", "2"], []),
-    ("2.5", "2.9", Security.no_fix, [], ["2"]),
-    ("2.5", None, Security.no_fix, [], ["2"]),  # installed, nothing offered: exposure
-    ("3.1", "3.2", Security.routine, [], []),
-    ("3.1", "4.0.1", Security.routine, [], []),  # an update into a vulnerable release: said in `open` of none
-    ("4.0-RC1", "4.1", Security.fixes, ["2"], []),  # a pre-release inside a range given by its second range
+    ("1.5", "2.0", VulnerabilityClass.fixes, ["1"], ["2"]),
+    ("1.5", "3.1", VulnerabilityClass.fixes, ["1", "2"], []),
+    ("2.5", "2.9", VulnerabilityClass.no_fix, [], ["2"]),
+    ("2.5", None, VulnerabilityClass.no_fix, [], ["2"]),  # installed, nothing offered: a vulnerable install
+    ("3.1", "3.2", VulnerabilityClass.routine, [], []),
+    ("3.1", "4.0.1", VulnerabilityClass.routine, [], []),  # an update into a vulnerable release: said in `open` of none
+    ("4.0-RC1", "4.1", VulnerabilityClass.fixes, ["2"], []),  # a pre-release inside a range given by its second range
 ])
-def test_a_pending_item_is_classed(installed: str, offered: str | None, security: Security, fixes: list[str],
+def test_a_pending_item_is_classed(installed: str, offered: str | None, security: VulnerabilityClass, fixes: list[str],
                                    left_open: list[str]) -> None:
     found = classify("plugin", "forms/forms.php", installed, offered, FEED)
     assert found.security is security
@@ -53,9 +60,9 @@ def test_a_pending_item_is_classed(installed: str, offered: str | None, security
 
 
 def test_what_cannot_be_matched_is_unchecked_never_clean() -> None:
-    assert classify("plugin", "forms/forms.php", "1.5", "2.0", None).security is Security.unchecked
-    assert classify("plugin", "forms/forms.php", None, "2.0", FEED).security is Security.unchecked
-    assert classify("translation", "forms", "1.5", "1.5", FEED).security is Security.routine
+    assert classify("plugin", "forms/forms.php", "1.5", "2.0", None).security is VulnerabilityClass.unchecked
+    assert classify("plugin", "forms/forms.php", None, "2.0", FEED).security is VulnerabilityClass.unchecked
+    assert classify("translation", "forms", "1.5", "1.5", FEED).security is VulnerabilityClass.routine
 
 
 def test_feed_keys() -> None:

@@ -1,5 +1,6 @@
-"""`fleet vulns [show|refresh]`: the fleet's known vulnerabilities at a terminal, by site or by vulnerability, as the
-last night saw them (its summary.json); and the vulnerability feed read now."""
+"""`fleet vulnerabilities [show|refresh]`: the fleet's known vulnerabilities at a terminal, by site or by
+vulnerability, as the last night saw them (its summary.json); and the vulnerability feed read now. `fleet vulns`, its
+old name, still works (hidden from the help) for existing scripts."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from reporting.rows import ReportSummary
 
 app = typer.Typer(help="The fleet's known vulnerabilities (the Wordfence Intelligence feed, matched each night); "
-                  "alone, as `fleet vulns show`.", invoke_without_command=True)
+                  "alone, as `fleet vulnerabilities show`.", invoke_without_command=True)
 
 RunDir = Annotated[Path | None, typer.Option("--run", help="A run directory (default: the latest run under "
                                                            "FLEET_REPORT_DIR).")]
@@ -36,7 +37,7 @@ def _latest(run: Path | None) -> Path:
 def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
     """(site, item, what, vulnerabilities) of every vulnerable item, as the reports sort them (fixed, not installed,
     no fix offered); each says how long its advisory has been public (or how soon after it the fix was installed)."""
-    from reporting.security import span
+    from reporting.vulnerability_section import span
     from reporting.vulnerable_items import VulnerableItem, vulnerable_items
 
     def line(entry: VulnerableItem, what: str) -> tuple[str, str, str, str]:
@@ -53,7 +54,8 @@ def _lines(summary: ReportSummary) -> list[tuple[str, str, str, str]]:
 
 @app.callback()
 def listing(context: typer.Context) -> None:
-    """`fleet vulns` alone lists what `fleet vulns show` lists: the last night's vulnerable items by site."""
+    """`fleet vulnerabilities` alone lists what `fleet vulnerabilities show` lists: the last night's vulnerable items
+    by site."""
     if context.invoked_subcommand is None:
         show(run=None, by="site")
 
