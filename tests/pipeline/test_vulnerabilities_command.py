@@ -52,12 +52,18 @@ def test_show_by_site_and_by_vulnerability(tmp_path: Path) -> None:
     assert "2 known vulnerabilities on the fleet" in by_vuln.output
 
 
-def test_refresh_reads_the_feed_now_and_says_a_bad_one_in_one_line(tmp_path: Path, monkeypatch) -> None:
+def one_record_feed(tmp_path: Path, monkeypatch) -> Path:
+    """A feed file of one record (forms up to 1.0), read from FLEET_VULN_FEED into the test's own state file."""
     feed = tmp_path / "feed.json"
     feed.write_text(json.dumps({"w1": {"id": "w1", "software": [{"type": "plugin", "slug": "forms",
                                                                  "affected_versions": {"*": {"to_version": "1.0"}}}]}}))
     monkeypatch.setenv("FLEET_VULN_FEED", str(feed))
     monkeypatch.setenv("FLEET_STATE_DB", str(tmp_path / "state.sqlite"))
+    return feed
+
+
+def test_refresh_reads_the_feed_now_and_says_a_bad_one_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    feed = one_record_feed(tmp_path, monkeypatch)
     good = CliRunner().invoke(app, ["vulnerabilities", "refresh"])
     assert good.exit_code == 0 and good.output.strip() == f"read 1 record from {feed}"
     feed.write_text('{"w1": {')
@@ -89,11 +95,7 @@ def test_the_old_name_vulns_still_works_hidden_from_the_help(tmp_path: Path, mon
         old = CliRunner().invoke(app, ["vulns", *words])
         assert old.exit_code == 0 and "CVE-2026-1111" in old.output, old.output
         assert old.output == CliRunner().invoke(app, ["vulnerabilities", *words]).output
-    feed = tmp_path / "feed.json"
-    feed.write_text(json.dumps({"w1": {"id": "w1", "software": [{"type": "plugin", "slug": "forms",
-                                                                 "affected_versions": {"*": {"to_version": "1.0"}}}]}}))
-    monkeypatch.setenv("FLEET_VULN_FEED", str(feed))
-    monkeypatch.setenv("FLEET_STATE_DB", str(tmp_path / "state.sqlite"))
+    feed = one_record_feed(tmp_path, monkeypatch)
     refreshed = CliRunner().invoke(app, ["vulns", "refresh"])
     assert refreshed.exit_code == 0 and refreshed.output.strip() == f"read 1 record from {feed}"
     listed = CliRunner().invoke(app, ["--help"], terminal_width=200).output
