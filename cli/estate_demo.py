@@ -26,6 +26,7 @@ from cli.local_prefect import LocalPrefectServer, command_path
 from emulator.config import EmulatorConfig
 from emulator.testing import EmulatorServer
 from fleet.engine.estate import ESTATE_FILE, Estate, find_run_dir
+from fleet.model.vocabulary import count
 
 POOL = "fleet-maintenance"
 FAN_OUT = "maintain-dashboards/maintain-dashboards"
@@ -192,8 +193,9 @@ def run_estate_demo(output: Path, *, dashboards: int, workers: int, sites: int, 
                     nights: int, console: Console) -> list[EstateRun]:
     """`fleet demo --dashboards N --workers W`: bring everything up, run the fan-out `nights` times, say where
     the combined reports are, and stop it all."""
-    console.print(f"Starting a Prefect server, the work pool {POOL!r}, {workers} worker(s) and {dashboards} emulated "
-                  f"dashboards ({sites}+ sites each, faults: {faults}) under {output.resolve()} ...", soft_wrap=True)
+    console.print(f"Starting a Prefect server, the work pool {POOL!r}, {count(workers, 'worker')} and "
+                  f"{count(dashboards, 'emulated dashboard')} ({sites}+ sites each, faults: {faults}) under "
+                  f"{output.resolve()} ...", soft_wrap=True)
     runs = []
     with LocalEstate(output, dashboards=dashboards, workers=workers, sites=sites, faults=faults,
                      time_scale=time_scale) as estate:

@@ -33,6 +33,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.runner import Runner
 from prefect.states import Cancelled
 
+from fleet.model.vocabulary import count
 from orchestration.serve_stop import BEFORE_IT_STARTED, CANCELLED_BY_THE_STOP, STOP_FILE
 
 STOP_SECONDS = 60.0  # for the runner to stop, then for the server to take the pauses: beyond, said loudly
@@ -126,16 +127,16 @@ async def grace_for_the_runs(runner: Runner, stop: StopSignals, grace: float,
     under_way = runs_under_way(runner)
     if not under_way:
         return set()
-    say(f"stopping: {len(under_way)} run(s) under way: up to {grace:g} s (FLEET_STOP_GRACE_SECONDS) to reach a "
-        "safe point between calls; stop again to cancel them now", False)
+    say(f"stopping: {count(len(under_way), 'run')} under way: up to {grace:g} s (FLEET_STOP_GRACE_SECONDS) to "
+        "reach a safe point between calls; stop again to cancel at once", False)
     deadline = asyncio.get_running_loop().time() + grace
     while runs_under_way(runner) and not stop.again.is_set() and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.2)
     cut = runs_under_way(runner)
     if cut:
         why = "stopped again" if stop.again.is_set() else f"still under way after {grace:g} s"
-        say(f"stopping: {len(cut)} run(s) {why}: cancelled now, mid-call (the next run accounts for what they sent)",
-            True)
+        say(f"stopping: {count(len(cut), 'run')} {why}: cancelled now, mid-call (the next run accounts for what "
+            "was sent)", True)
     return cut
 
 
@@ -186,4 +187,4 @@ def say_stopped(report: StopReport, say: Callable[[str, bool], None]) -> None:
         say(f"WARNING: could not pause {problem}: its schedule may still be on and its runs pile up with nobody "
             "to run them; pause it in the Prefect UI or with `prefect deployment schedule pause`", True)
     if report.paused:
-        say(f"stopped: {len(report.paused)} deployment(s) paused until fleet serve runs again", False)
+        say(f"stopped: {count(len(report.paused), 'deployment')} paused until fleet serve runs again", False)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from fleet.model.keys import item_key
 from fleet.model.summary import ApprovalRecord
+from fleet.model.vocabulary import count
 from fleet.rules.approval import ApprovalAnswer
 from fleet.rules.plan import Plan, PlanItem
 
@@ -90,13 +91,13 @@ async def ask_for_approval(
 
     url = run_link(run_id)
     until = (opened + timedelta(seconds=timeout_seconds)).replace(microsecond=0).isoformat()
-    logger.warning("approval needed: %d update(s) wait for a person until %s; answer in the Prefect UI%s or with "
-                   "`fleet approve %s --all`", len(items), until,
+    logger.warning("approval needed: %s waiting for a person until %s; answer in the Prefect UI%s or with "
+                   "`fleet approve %s --all`", count(len(items), "update"), until,
                    f" ({url})" if url else "", run_id)
     rows = form_items(plan, items)
     await tell_the_operator(rows, until, dashboard_url, out_dir)
     form = ApprovalForm.with_initial_data(
-        description=f"{len(items)} update(s) need a person's approval before they are applied.", items=rows,
+        description=f"{count(len(items), 'update')} waiting for a person's approval before being applied.", items=rows,
     )
     try:
         answer = answer_from_form(
@@ -105,8 +106,8 @@ async def ask_for_approval(
             items,
         )
     except FlowPauseTimeout:
-        logger.warning("approval gate: no answer within %d s; the %d update(s) stay held", timeout_seconds,
-                       len(items))
+        logger.warning("approval gate: no answer within %d s; still held: %s", timeout_seconds,
+                       count(len(items), "update"))
         answer = ApprovalAnswer(timed_out=True)
     record = ApprovalRecord(opened_at=opened, items=len(items), approved=len(answer.approved),
                             skipped=0 if answer.timed_out else len(items) - len(answer.approved),

@@ -22,6 +22,7 @@ from fleet.engine.dashboard_reach import Reach
 from fleet.engine.estate import DashboardNight, Estate, NightStatus
 from fleet.engine.night import pipeline_settings
 from fleet.model.summary import Selection
+from fleet.model.vocabulary import count
 from flows.parameters import (
     DashboardDeployment,
     DashboardEnvironments,
@@ -129,7 +130,7 @@ async def maintain_dashboards(
     mail = MailSettings.for_block(email_block) if send_report and not dry_run else None  # unusable: said now
     root = settings.report_dir.resolve()
     blocks = await saved_blocks(dashboards)
-    logger.info("%d dashboard(s): %s", len(blocks), ", ".join(blocks))
+    logger.info("%s: %s", count(len(blocks), "dashboard"), ", ".join(blocks))
     parameters = night_parameters(selection, dry_run, policy_file, send_report, email_block)
 
     nights = await run_on_each(blocks, deployment, parameters, environment, root, settings.concurrency,

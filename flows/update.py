@@ -42,6 +42,7 @@ from fleet.engine.visual_watch import VisualWatch
 from fleet.model.keys import ItemKey, item_key
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import ApprovalRecord, Item, ReportClient, Selection, Summary, UpdateType, run_suffix
+from fleet.model.vocabulary import count
 from fleet.pacing.fan_out import fan_out
 from fleet.pacing.progress import heartbeat
 from fleet.rules.approval import awaiting, gate_timeout
@@ -238,8 +239,8 @@ async def take_the_way_back(
     fixed = [item for item in fixed_releases(plan.items, incidents) if night.policy.may_deactivate(item.slug)]
     if not fixed:
         return plan
-    get_run_logger().info("the way back: %d fixed release(s) of deactivated culprits, each on its site alone",
-                          len(fixed))
+    get_run_logger().info("the way back: %s of deactivated culprits, each on its site alone",
+                          count(len(fixed), "fixed release"))
     night.done.add(await run_lane(client, way_back_lane(plan, fixed), night, settings, request.run_checks))
     taken = {item_key(item) for item in fixed}
     return plan.model_copy(update={"items": [item for item in plan.items
@@ -331,7 +332,8 @@ async def take_over_interrupted_runs(
     except FATAL_ERRORS:
         raise
     except Exception as error:  # noqa: BLE001 - said, and the night does its own work
-        logger.warning("the sites of the interrupted run(s) could not be waited for: %s", error)
+        logger.warning("the sites %s touched could not be waited for: %s", count(len(interrupted), "interrupted run"),
+                       error)
 
 
 async def account_for_interrupted_runs(
@@ -351,7 +353,7 @@ async def account_for_interrupted_runs(
         raise
     except Exception as error:  # noqa: BLE001 - every item still gets an outcome
         why = f"the accounting failed tonight: {type(error).__name__}: {error}"
-        get_run_logger().warning("interrupted run(s) %s: %s; their items are unknown",
+        get_run_logger().warning("%s (%s): %s; their items are unknown", count(len(interrupted), "interrupted run"),
                                  ", ".join(run.run_id for run in interrupted), why)
         return account_interrupted(interrupted, {}, [], dict.fromkeys(touched_sites(interrupted), why))
     night.done.add(CohortResult(checks=accounting.checks))

@@ -16,6 +16,7 @@ from prefect.exceptions import MissingContextError
 from dashboard.models import JobStatus
 from fleet.engine.batch_jobs import wait_for_batch_job
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.progress import NightProgress
 from fleet.rules.execution import JobOutcome
 
@@ -79,7 +80,7 @@ async def watch_batch_job(
 ) -> JobOutcome:
     """The sensor (`fleet.engine.batch_jobs`) as a Prefect task, with a progress artifact updated while it waits."""
     artifact: UUID = await acreate_progress_artifact(
-        0.0, key=None, description=f"{kind} job {job_id} over {len(site_ids)} site(s): queued"
+        0.0, key=None, description=f"{kind} job {job_id} over {count(len(site_ids), 'site')}: queued"
     )
     updates: list[asyncio.Task] = []
 

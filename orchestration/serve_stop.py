@@ -18,6 +18,8 @@ from typing import Any
 
 from prefect.exceptions import Abort
 
+from fleet.model.vocabulary import count
+
 STOP_FILE = "FLEET_STOP_FILE"  # the file `fleet serve` creates when it stops (set for its runs' processes only)
 CANCELLED_BY_THE_STOP = "cancelled by the stop of `fleet serve`"
 BEFORE_IT_STARTED = f"{CANCELLED_BY_THE_STOP} before it started"
@@ -27,8 +29,8 @@ BEFORE_A_CALL = f"{CANCELLED_BY_THE_STOP} before its first call to the dashboard
 def at_a_safe_point(calls: int) -> str:
     if not calls:
         return BEFORE_A_CALL
-    return (f"{CANCELLED_BY_THE_STOP} at a safe point between calls, after {calls} call(s) to the dashboard, each "
-            "answered and journalled: the next run accounts for what it applied")
+    return (f"{CANCELLED_BY_THE_STOP} at a safe point between calls, after {count(calls, 'call')} to the dashboard, "
+            "each answered and journalled: the next run accounts for what it applied")
 
 
 def stop_requested() -> bool:

@@ -37,7 +37,7 @@ class FeedSettings(FleetSettings):
             if "@" in parts.netloc:
                 raise ValueError("must not carry credentials in the URL; put the key in FLEET_VULN_FEED_KEY")
             if not parts.netloc:
-                raise ValueError("must be an http(s) URL with a host, or a file path")
+                raise ValueError("must be an http or https URL with a host, or a file path")
         return value
 
     @field_validator("vuln_refresh", mode="before")

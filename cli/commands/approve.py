@@ -88,4 +88,6 @@ def main(
     except (LookupError, ValueError) as error:
         typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"approved {approved} of {waiting} waiting update(s); the run carries on")
+    from fleet.model.vocabulary import count
+
+    typer.echo(f"approved {approved} of {count(waiting, 'waiting update')}; the run carries on")

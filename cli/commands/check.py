@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.commands.selection import Clients, Sites, Tags, run_flow, selection
+from fleet.model.vocabulary import count
 
 app = typer.Typer(help="Check selected sites: dashboard check, home-page probe, open uptime alerts.",
                   invoke_without_command=True, no_args_is_help=False)
@@ -31,7 +32,7 @@ def check(sites: Sites = None, tags: Tags = None, clients: Clients = None) -> No
     Console().print(table)
     unhealthy = [site for site in checked if not (site.check or HealthCheck()).healthy]
     alerts = sum((site.check or HealthCheck()).open_incidents for site in checked)
-    typer.echo(f"{len(checked)} site(s) checked: {len(checked) - len(unhealthy)} healthy, {len(unhealthy)} "
-               f"need attention, {alerts} open uptime alert(s)")
+    typer.echo(f"{count(len(checked), 'site')} checked: {len(checked) - len(unhealthy)} healthy, {len(unhealthy)} "
+               f"need attention, {count(alerts, 'open uptime alert')}")
     if unhealthy:
         raise typer.Exit(1)

@@ -68,7 +68,7 @@ def demo(
         console.print("Fresh state" + (f": removed {', '.join(removed)}" if removed else "") +
                       " (keep it with --keep-state).", soft_wrap=True)
     quiet_expected_tracebacks()  # a night that breaks sites is what the demo shows, not a bug
-    console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}), {nights} night(s)...")
+    console.print(f"Starting an emulated dashboard with {sites} sites (faults: {faults}), {count(nights, 'night')}...")
     results = run_demo(output, sites=sites, seed=seed, faults=faults, time_scale=time_scale, nights=nights)
     for result in results:
         console.print(f"\n{closing_line(result)}", soft_wrap=True, highlight=False, markup=False)

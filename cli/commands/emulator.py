@@ -147,7 +147,9 @@ def serve(
         if tagged:
             typer.echo(f"sites tagged canary: {', '.join(map(str, tagged))}")
         if guarded:
-            typer.echo(f"Fleet Guard armed on {len(guarded)} site(s)")
+            from fleet.model.vocabulary import count
+
+            typer.echo(f"Fleet Guard armed on {count(len(guarded), 'site')}")
         typer.echo(
             f"{base_url}  (dashboard URL {site_root}, {len(emulator.state.sites)} sites, namespace {namespace}, "
             f"ready in {time.monotonic() - started:.2f}s)",

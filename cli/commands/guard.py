@@ -64,6 +64,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON instea
     from cli.errors import exit_code_for
     from dashboard.errors import DashboardError
     from fleet.engine.guard_roll import roll_call
+    from fleet.model.vocabulary import count
     from guard.keys import GuardKeyMissing
 
     try:
@@ -83,7 +84,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON instea
                           "\n".join(row.kept), row.verdict)
         Console().print(table)
     usable = sum(1 for row in rows if row.usable)
-    typer.echo(f"{len(rows)} site(s): the night can count on the guard of {usable}; "
+    typer.echo(f"{count(len(rows), 'site')}: the night can count on the guard of {usable}; "
                f"{len(rows) - usable} it cannot revive (each says why)")
     if usable < len(rows):
         raise typer.Exit(1)

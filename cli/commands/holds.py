@@ -57,7 +57,9 @@ def list_holds(state_db: StateDb = None, dashboard: Dashboard = None) -> None:
                 typer.echo("\n".join(textwrap.wrap(f"{label}: {text}" if label else text, WIDTH, max_lines=2,
                                                    initial_indent="    ", subsequent_indent="      ",
                                                    placeholder=" …", break_on_hyphens=False)))
-    typer.echo(f"{len(holds)} hold(s); release one with: fleet holds release TYPE:SLUG[@VERSION]")
+    from fleet.model.vocabulary import count
+
+    typer.echo(f"{count(len(holds), 'hold')}; release one with: fleet holds release TYPE:SLUG[@VERSION]")
     _operator_holds()
 
 

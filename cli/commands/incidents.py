@@ -37,9 +37,11 @@ def _wrapped(label: str, text: str, lines: int = 3) -> list[str]:
 
 
 def _state(incident: Incident, today: date) -> str:
+    from fleet.model.vocabulary import count
+
     age = incident.age_days(today)
     opened = f"since {incident.opened_at:%Y-%m-%d}, run {incident.opened_by}"
-    return f"{incident.headline} · {'opened today' if age == 0 else f'open {age} day(s)'} ({opened})"
+    return f"{incident.headline} · {'opened today' if age == 0 else 'open ' + count(age, 'day')} ({opened})"
 
 
 @app.command("list")
@@ -58,8 +60,10 @@ def list_incidents(
         typer.echo(f"incident {incident.id}: {incident.site_name} ({incident.site_url})")
         for line in _wrapped("state", _state(incident, today)) + _wrapped("last look", incident.last_look, 2):
             typer.echo(line)
+    from fleet.model.vocabulary import count
+
     still_open = sum(1 for incident in incidents if incident.is_open)
-    typer.echo(f"{still_open} open incident(s); details: fleet incidents show ID; "
+    typer.echo(f"{count(still_open, 'open incident')}; details: fleet incidents show ID; "
                "close one: fleet incidents close ID --reason TEXT")
 
 

@@ -78,6 +78,7 @@ def list_memories(context: typer.Context) -> None:
     if context.invoked_subcommand is not None:
         return
     from fleet.model.settings import PipelineSettings
+    from fleet.model.vocabulary import count
     from fleet.state.dashboard_memory import DashboardMemory, known_dashboards
 
     home_db = PipelineSettings().home_state_path
@@ -89,7 +90,7 @@ def list_memories(context: typer.Context) -> None:
         memory = DashboardMemory(home_db, url)
         size = sum(path.stat().st_size for path in memory.folder.rglob("*") if path.is_file())
         typer.echo(f"{url}\n    {memory.folder} ({size / 1024:,.0f} KiB)")
-    typer.echo(f"{len(known)} dashboard(s); the vulnerability feed's copy is the home's own: {home_db}")
+    typer.echo(f"{count(len(known), 'dashboard')}; the vulnerability feed's copy is the home's own: {home_db}")
 
 
 @app.command("move")

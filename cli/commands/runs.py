@@ -30,7 +30,7 @@ def list_runs(
     count them, sites it broke, sites down at its end, reports sent."""
     if context.invoked_subcommand is not None:
         return
-    from fleet.model.vocabulary import LIST_SEPARATOR
+    from fleet.model.vocabulary import LIST_SEPARATOR, count
     from reporting.nights import recent_nights
 
     where = _report_dir(report_dir)
@@ -55,7 +55,7 @@ def list_runs(
     typer.echo("S: a security run between nights (fixes only); down: sites down at its end")
     typer.echo("not upd: found and not updated, failed included")
     typer.echo("sent: reports received, of those sent; .eml: written as .eml files, not sent")
-    typer.echo(f"{len(nights)} run(s) under {where}; one in full: fleet runs show RUN (or: last)")
+    typer.echo(f"{count(len(nights), 'run')} under {where}; one in full: fleet runs show RUN (or: last)")
 
 
 @app.command("show")

@@ -92,9 +92,9 @@ def show(run: RunDir = None,
         for line in groups[key]:
             typer.echo(f"    {line}")
     unchecked = len(summary.unchecked_sites)
-    counted = (f"{len(groups)} site(s) with a known vulnerability" if by == "site"
+    counted = (f"{count(len(groups), 'site')} with a known vulnerability" if by == "site"
                else f"{count(len(groups), 'known vulnerability', 'known vulnerabilities')} on the fleet")
-    typer.echo(f"{counted}; {unchecked} site(s) unchecked (never read as clean); run {summary.run_id}")
+    typer.echo(f"{counted}; {count(unchecked, 'site')} unchecked (never read as clean); run {summary.run_id}")
     if summary.exposure_stats is not None:
         typer.echo(f"across nights: {summary.exposure_stats.sentence}")
     typer.echo(f"feed: the copy of {feed.source}, " + (
@@ -118,6 +118,7 @@ def refresh() -> None:
 
     from fleet.engine.vulnerability_feed import refresh_feed
     from fleet.model.settings import PipelineSettings
+    from fleet.model.vocabulary import count
     from fleet.state.vulnerabilities import VulnerabilityStore
     from vulnfeed.settings import FeedSettings
 
@@ -142,4 +143,5 @@ def refresh() -> None:
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
     typer.echo(f"read {status.records:,} record{'' if status.records == 1 else 's'} from {status.source}"
-               + (f"; {len(status.skipped)} odd record(s) left out: {status.skipped[0]}" if status.skipped else ""))
+               + (f"; {count(len(status.skipped), 'odd record')} left out: {status.skipped[0]}" if status.skipped
+                  else ""))

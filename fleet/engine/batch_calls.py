@@ -12,6 +12,7 @@ from dashboard.errors import DashboardError, OutcomeUnknown
 from dashboard.models import BatchSiteError, BatchStart
 from fleet.engine.batch_jobs import wait_for_batch_job
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation, SizedCall, Work, send_sized
 from fleet.pacing.progress import PLAIN_LOG, Log
 from fleet.rules.execution import JobOutcome
@@ -108,8 +109,8 @@ async def send_batch_calls(
                             if (site_id := index.site_id(error)) is not None]
             call.failed = [(site_id, error) for error in result_errors if (site_id := index.site_id(error)) is not None]
         if call.job_id:
-            gate.log.info("%s job %s queued for %d site(s) (follow it: fleet dashboard job %s)", what,
-                          call.job_id, len(call.site_ids), call.job_id)
+            gate.log.info("%s job %s queued for %s (follow it: fleet dashboard job %s)", what,
+                          call.job_id, count(len(call.site_ids), "site"), call.job_id)
             if wait_for_jobs:
                 call.job = await wait_for_batch_job(client, call.job_id, operation.value, call.site_ids, settings,
                                                     log=gate.log)

@@ -14,6 +14,7 @@ from dashboard.jobs import WaitPolicy, wait_for_job
 from dashboard.models import JobStatus
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Job
+from fleet.model.vocabulary import count
 from fleet.pacing.progress import PLAIN_LOG, Log, Tally, heartbeat
 from fleet.rules.execution import JobEnding, JobOutcome, reports_from_job
 
@@ -54,9 +55,9 @@ async def wait_for_batch_job(
 
     def describe() -> str:
         if last is None:
-            return f"{kind} job {job_id} over {len(site_ids)} site(s): not read yet"
+            return f"{kind} job {job_id} over {count(len(site_ids), 'site')}: not read yet"
         tally = Tally(total=last.total or len(site_ids), done=last.processed or 0, started=started)
-        return f"{kind} job {job_id}: {last.status.value}, {tally.describe('site(s)')}, {last.failed} failed"
+        return f"{kind} job {job_id}: {last.status.value}, {tally.describe('sites')}, {last.failed} failed"
 
     policy = WaitPolicy(
         deadline=settings.job_deadline,
@@ -83,7 +84,7 @@ async def wait_for_batch_job(
     if status.job_timed_out or status.job_error_code:
         reason = status.job_error_message or "the dashboard timed the job out after 4 hours"
     elif status.failed:
-        reason = f"{status.failed} of {status.total} site(s) reported errors"
+        reason = f"{status.failed} of {count(status.total, 'site')} reported errors"
     return JobOutcome(
         job=Job(id=job_id, type=kind, sites=len(site_ids), status=status.status.value,
                 seconds_waited=round(time.monotonic() - started, 3), polls=polls, reason=reason),

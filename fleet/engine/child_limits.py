@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from dashboard.errors import DashboardError
 from dashboard.models import ConnectionLimits
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.child_slots import ChildSlots, server_key
 from fleet.pacing.progress import PLAIN_LOG, Log
 from fleet.rules.plan import SiteRecord
@@ -27,6 +28,6 @@ async def read_child_slots(client: DashboardClient, sites: list[SiteRecord], set
                     "MainWP's defaults", error)
     slots = ChildSlots(limits, settings.time_scale, {site.id: server_key(site.id, site.ip) for site in sites})
     log.info("calls to child sites: at most %d at once, %d ms apart, %d per server, %d ms apart per server; "
-             "%d site(s) on %d server(s)", limits.maximum_requests, limits.minimum_delay_ms,
-             limits.maximum_ip_requests, limits.minimum_ip_delay_ms, len(sites), len(set(slots.servers.values())))
+             "%s on %s", limits.maximum_requests, limits.minimum_delay_ms, limits.maximum_ip_requests,
+             limits.minimum_ip_delay_ms, count(len(sites), "site"), count(len(set(slots.servers.values())), "server"))
     return slots

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fleet.model.summary import Containment, ContainmentStatus, Suspect, UpdateType
+from fleet.model.vocabulary import count
 from fleet.rules.plan import PlanItem
 from fleet.rules.policy import ContainMode, Policy
 
@@ -131,14 +132,14 @@ async def contain_site(step: UpdateType, applied: list[PlanItem], policy: Policy
         also = f" (never deactivated by policy: {', '.join(protected)})" if protected else ""
         return Containment(
             step=step, status=ContainmentStatus.not_contained, rounds=found.rounds,
-            detail=f"deactivating the {len(suspects)} updated plugin(s) one half at a time did not bring the home "
-                   f"page back{also}; all were re-activated",
+            detail=f"deactivating the {count(len(suspects), 'updated plugin')} one half at a time did not bring the "
+                   f"home page back{also}; all were re-activated",
             next_steps="look at the site's PHP error log; roll back the suspects by hand")
     culprit = next(item for item in suspects if item.slug == found.culprit)
     return Containment(
         step=step, status=ContainmentStatus.contained, culprit=suspect_of(culprit), rounds=found.rounds,
         detail=f"{culprit.name or culprit.slug} {culprit.to_version} broke the site; deactivated, the site passes "
-               f"its check again ({found.rounds} round(s) of deactivating and checking)",
+               f"its check again ({count(found.rounds, 'round')} of deactivating and checking)",
         next_steps=f"{culprit.name or culprit.slug} stays deactivated (fleet holds list says which versions "
                    f"the nights hold); restore version {culprit.from_version} or wait for a fixed release, then "
                    "re-activate it")

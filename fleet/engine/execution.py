@@ -18,6 +18,7 @@ from fleet.engine.batch_calls import BatchCall, CallGate, send_batch_calls
 from fleet.engine.lost_answers import wait_for_quiet_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import UpdateType
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.pacing.progress import NightProgress, Tally, heartbeat
 from fleet.rules.execution import (
@@ -62,8 +63,8 @@ async def execute_updates(
     reused, remaining = reuse_running_jobs([item for item in items if item.type is type_], type_, journal)
     logger = gate.log
     for call in reused:
-        logger.info("%s update job %s, started earlier, covers %d site(s): waiting on it (fleet dashboard job %s)",
-                    type_.value, call.job_id, len(call.call.site_ids), call.job_id)
+        logger.info("%s update job %s, started earlier, covers %s: waiting on it (fleet dashboard job %s)",
+                    type_.value, call.job_id, count(len(call.call.site_ids), "site"), call.job_id)
     versions = {(item.site_id, item.slug): (item.from_version or "", item.to_version or "") for item in remaining}
     tally = Tally(total=len(remaining))
 
@@ -89,8 +90,8 @@ async def execute_updates(
         call = update_call(sent)
         intent, planned = sent.intent
         if sent.lost is not None:
-            logger.warning("%s update of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
-                           type_.value, sent.site_ids, sent.lost)
+            logger.warning("%s update of %s %s: %s; not sent again, waiting for the sites to be quiet",
+                           type_.value, count(len(sent.site_ids), "site"), sent.site_ids, sent.lost)
             landed = {(site_id, type_.value, slug, version) for site_id, slug, version, _ in planned}
             quiet = await wait_for_quiet_sites(client, sent.site_ids, Operation.update_item, sizer, settings, logger,
                                                landed)
@@ -117,7 +118,7 @@ async def execute_updates(
 
     groups = sized_groups(remaining, type_, untouchable)
     try:
-        async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe('item(s)')}",
+        async with heartbeat(logger, lambda: f"{type_.value} updates: {tally.describe('items')}",
                              settings.progress_seconds):
             sent = await send_batch_calls(client, sizer, Operation.update_item, groups, send, read, settings,
                                           SiteErrorIndex(sites), f"{type_.value} update", wait_for_jobs=False,

@@ -12,6 +12,7 @@ from fleet.engine.batch_calls import BatchCall, CallGate, send_batch_calls
 from fleet.engine.site_probe import ProbeResult, probe_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import HealthCheck
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation, Work
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.plan import SiteRecord
@@ -34,7 +35,7 @@ async def dashboard_checks(
     sizer = sizer or settings.call_sizer()
     checks, lost = await _check_once(client, sites, settings, sizer, gate)
     if lost:
-        log.warning("the check's answer was lost for %d site(s): checking them once more", len(lost))
+        log.warning("the check's answer was lost for %s: checking again", count(len(lost), "site"))
         again, lost_again = await _check_once(client, [site for site in sites if site.id in lost], settings, sizer,
                                                  gate)
         checks |= again | {site_id: HealthCheck(unverified=f"the check's answer was lost twice ({lost[site_id]}; "

@@ -25,6 +25,7 @@ from fleet.engine.site_probe import ProbeResult
 from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Item
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.pacing.progress import PLAIN_LOG, Log
 from fleet.rules.dashboard_records import site_record
@@ -51,8 +52,8 @@ async def wait_for_interrupted_runs(
     unanswered = touched_sites(runs, answered=False)
     landed = {(site_id, intent.type.value, slug, version) for run in runs for intent in run.intents
               if not intent.answered and intent.type is not None for site_id, slug, version, _ in intent.items}
-    log.warning("run(s) %s did not finish; %d site(s) had a call without an answer",
-                ", ".join(run.run_id for run in runs), len(unanswered))
+    log.warning("%s did not finish (%s); %s had a call without an answer", count(len(runs), "run"),
+                ", ".join(run.run_id for run in runs), count(len(unanswered), "site"))
     if unanswered:
         await wait_for_quiet_sites(client, unanswered, Operation.update_item, sizer, settings, log, landed)
 
@@ -95,7 +96,8 @@ async def account_interrupted_runs(
         synced |= {site.id: site for site in others}
         fresh += await detect_updates(client, [site.id for site in others], settings.concurrency)
     for site_id, why in unreadable.items():
-        logger.warning("site %s, touched by interrupted run(s): %s; its items are unknown", site_id, why)
+        logger.warning("site %s, touched by %s (%s): %s; its items are unknown", site_id,
+                       count(len(runs), "interrupted run"), ", ".join(run.run_id for run in runs), why)
     accounting = Accounting(account_interrupted(runs, synced, fresh, unreadable))
     if breaks is not None:
         broken = await judge_interrupted_sites(client, accounting.items, sites, breaks, policy or Policy(), run_id,
@@ -103,8 +105,8 @@ async def account_interrupted_runs(
         if broken:  # their releases landed: the dashboard's list dropped them, and the sites failed since
             accounting = Accounting(account_interrupted(runs, synced, fresh, unreadable, set(broken)),
                                     await check_sites(client, list(broken.values()), settings, gate=gate))
-    logger.info("%d item(s) applied by interrupted run(s) %s are accounted for in this run", len(accounting.items),
-                ", ".join(run.run_id for run in runs))
+    logger.info("this run accounts for %s applied by %s (%s)", count(len(accounting.items), "item"),
+                count(len(runs), "interrupted run"), ", ".join(run.run_id for run in runs))
     return accounting
 
 
@@ -129,6 +131,7 @@ async def judge_interrupted_sites(
                                                 settings, outbox=outbox)
             broken |= {site_id: by_id[site_id] for site_id in contained}
     if broken:
-        log.warning("site(s) %s, updated by interrupted run(s), fail their probe: broken by those runs; "
-                    "what broke them is sent nowhere else", ", ".join(site.name for site in broken.values()))
+        log.warning("the probe fails on %s (%s), updated by an interrupted run: broken by what it sent, which "
+                    "is sent nowhere else", count(len(broken), "site"),
+                    ", ".join(site.name for site in broken.values()))
     return broken

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dashboard.errors import DashboardError
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.pacing.fan_out import fan_out
 from fleet.pacing.progress import Log, heartbeat
@@ -40,7 +41,8 @@ async def wait_for_quiet_sites(
     def all_landed(state: PendingState) -> bool:
         return bool(landed) and not (landed & state)
 
-    async with heartbeat(log, lambda: f"{operation} on site(s) {site_ids} to go quiet after a lost answer",
+    async with heartbeat(log, lambda: f"{operation} on {count(len(site_ids), 'site')} {site_ids} to go quiet after "
+                                      "a lost answer",
                          settings.progress_seconds):
         return await wait_until_quiet(read, settle=sizer.settle_seconds(operation, site_ids),
                                       bound=settings.quiet_wait, done=all_landed)
@@ -92,7 +94,8 @@ async def settle_lost_sync(
         return tuple(latest[site_id] for site_id in before)
 
     site_ids = list(before)
-    async with heartbeat(log, lambda: f"sync of site(s) {site_ids}: reading the sites after a lost answer",
+    async with heartbeat(log, lambda: f"sync of {count(len(site_ids), 'site')} {site_ids}: reading the sites after "
+                                      "a lost answer",
                          settings.progress_seconds):
         quiet = await wait_until_quiet(read, settle=sizer.settle_seconds(Operation.sync, site_ids),
                                        bound=settings.quiet_wait, done=lambda state: all(map(settled, state)))

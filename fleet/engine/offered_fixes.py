@@ -11,6 +11,7 @@ from fleet.engine.detection import detect_updates, load_fleet, load_ignores
 from fleet.engine.vulnerability_review import review_vulnerabilities, sites_offered_fixes
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import Selection
+from fleet.model.vocabulary import count
 from fleet.pacing.progress import PLAIN_LOG, Log
 from fleet.rules.holds import hold_remembered
 from fleet.rules.plan import Decision, PlanRequest, SiteStatus, build_plan, fixes_only
@@ -37,8 +38,8 @@ async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings
     offered = sites_offered_fixes(vulnerabilities, policy.security)
     if not offered:
         (log.warning if vulnerabilities.feed.problem else log.info)(
-            "security: none of %d site(s) that can take updates is offered a fix at or above the policy's "
-            "threshold; %s", len(site_ids), vulnerabilities.line())
+            "security: none of %s that can take updates is offered a fix at or above the policy's threshold; %s",
+            count(len(site_ids), "site"), vulnerabilities.line())
         return []
     chosen, _ = place_in_windows([site for site in sites if site.id in offered], policy.windows, policy.blackouts,
                                  now)
@@ -52,8 +53,8 @@ async def find_offered_fixes(client: DashboardClient, settings: PipelineSettings
     found = sorted({item.site_id for item in plan.items if item.decision is Decision.apply})
     left = Counter(item.decision.value for item in plan.items if item.decision is not Decision.apply)
     (log.warning if vulnerabilities.feed.problem else log.info)(
-        "security: %d of %d site(s) that can take updates offered a fix at or above the policy's threshold, %d "
-        "with a fix to apply%s; %s", len(offered), len(site_ids), len(found),
+        "security: %d of %s that can take updates offered a fix at or above the policy's threshold, %d "
+        "with a fix to apply%s; %s", len(offered), count(len(site_ids), "site"), len(found),
         f" (the others' fixes: {', '.join(f'{n} {what}' for what, n in sorted(left.items()))})" if left else "",
         vulnerabilities.line())
     return found

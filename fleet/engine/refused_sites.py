@@ -10,6 +10,7 @@ from fleet.engine.batch_calls import CallGate
 from fleet.engine.health_checks import dashboard_checks
 from fleet.engine.sync import sync_sites
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.plan import SiteRecord
@@ -50,8 +51,8 @@ async def revive_refused_sites(
         left, more = await sync_again(client, reconnected, left, settings, sizer, gate)
         revived |= more
     if revived:
-        gate.log.info("revived %d site(s) the dashboard refused after an earlier failure (a check passed, or a "
-                      "reconnect recorded the MainWP Child again): %s", len(revived), sorted(revived))
+        gate.log.info("revived %s the dashboard refused after an earlier failure (a check passed, or a "
+                      "reconnect recorded the MainWP Child again): %s", count(len(revived), "site"), sorted(revived))
     return left, revived
 
 

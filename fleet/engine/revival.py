@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from fleet.engine.culprit import ChildUnreachable, Switchboard, bisect, suspect_of
 from fleet.model.summary import Containment, ContainmentStatus, UpdateType
+from fleet.model.vocabulary import count
 from fleet.rules.plan import PlanItem
 from fleet.rules.policy import ContainMode, Policy
 from guard.client import GuardClient, GuardError, GuardSite
@@ -89,7 +90,8 @@ class Revival:
     def cost(self) -> str:
         dashboard = getattr(self.board, "calls", 0) - self.dashboard_calls
         guard = (self.guard.client.calls if self.guard is not None else 0) - self.guard_calls
-        return f"{time.monotonic() - self.started:.1f} s, {dashboard} dashboard and {guard} guard request(s)"
+        return (f"{time.monotonic() - self.started:.1f} s, {count(dashboard, 'dashboard request')} and "
+                f"{count(guard, 'guard request')}")
 
     def saw(self, step: str) -> None:
         self.steps.append(f"{len(self.steps) + 1}. {step}")
@@ -138,8 +140,8 @@ async def _revive_plugins(applied: list[PlanItem], policy: Policy, guard: GuardL
     found = await bisect([item.slug for item in suspects], probes)
     told.saw("the page with halves of the step's plugins left out: " + "; ".join(probes.said))
     if found.culprit is None:
-        return cannot(dead, f"leaving out the {len(suspects)} updated plugin(s) one half at a time did not bring "
-                            "the page back", told)
+        return cannot(dead, f"leaving out the {count(len(suspects), 'updated plugin')} one half at a time did not "
+                            "bring the page back", told)
     culprit = next(item for item in suspects if item.slug == found.culprit)
     name = culprit.name or culprit.slug
     await guard.pause([culprit.slug])

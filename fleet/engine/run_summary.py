@@ -22,6 +22,7 @@ from fleet.model.summary import (
     SiteReport,
     Summary,
 )
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation
 from fleet.rules.breakage import judge_sites
 from fleet.rules.plan import Plan
@@ -54,11 +55,12 @@ def build_summary(
     # one outcome per item and run: an item an interrupted run updated may be offered again since, tonight's own
     keys = Counter((item.site_id, item.type, item.slug, item.applied_by_run) for item in items)
     missing = [item for item in plan.items if (item.site_id, item.type, item.slug, None) not in keys]
-    twice = [key for key, count in keys.items() if count > 1]
+    twice = [key for key, n in keys.items() if n > 1]
     if missing or twice:
         listed = ", ".join([f"site {i.site_id} {i.type} {i.slug}: no outcome" for i in missing[:10]]
                            + [f"site {key[0]} {key[1]} {key[2]}: two outcomes" for key in twice[:10]])
-        raise MissingItems(f"{len(missing)} detected item(s) have no outcome, {len(twice)} more than one: {listed}")
+        raise MissingItems(f"{count(len(missing), 'detected item')} without an outcome, {len(twice)} with more "
+                           f"than one: {listed}")
     # a dry run lists what it would apply before what it would not
     items.sort(key=lambda item: (plan.dry_run and item.rule != DRY_RUN_RULE, item.site_id,
                                  list(type(item.type)).index(item.type), item.slug))
@@ -159,5 +161,5 @@ def interrupted_summary(run: OpenRun, items: list[Item], by: str, dashboard: str
     return Summary(
         run_id=run.run_id, started_at=run.started_at, finished_at=finished_at, dashboard=dashboard,
         counts=Summary.count(items), items=items, interrupted=True, accounted_by=by,
-        errors=[f"this run was interrupted; run {by} accounted for the {len(items)} item(s) it applied"],
+        errors=[f"this run was interrupted; run {by} accounted for the {count(len(items), 'item')} it applied"],
     )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from fleet.engine.batch_calls import BatchCall, CallGate, send_batch_calls
 from fleet.engine.lost_answers import settle_lost_sync
 from fleet.model.settings import PipelineSettings
+from fleet.model.vocabulary import count
 from fleet.pacing.call_sizing import CallSizer, Operation, Work
 from fleet.pacing.progress import NightProgress, Tally, heartbeat
 from fleet.rules.plan import SiteRecord
@@ -43,8 +44,8 @@ async def sync_sites(
 
     async def read(call: BatchCall) -> None:
         if call.lost is not None:
-            logger.warning("sync of site(s) %s: %s; not sent again, waiting for the sites to be quiet",
-                           call.site_ids, call.lost)
+            logger.warning("sync of %s %s: %s; not sent again, waiting for the sites to be quiet",
+                           count(len(call.site_ids), "site"), call.site_ids, call.lost)
             failures.update(await settle_lost_sync(client, [by_id[site_id] for site_id in call.site_ids], sizer,
                                                    settings, logger))
             return
@@ -63,7 +64,7 @@ async def sync_sites(
         if progress is not None:
             progress.add(progress.synced, units)
 
-    async with heartbeat(logger, lambda: f"sync: {tally.describe('site(s)')}", settings.progress_seconds):
+    async with heartbeat(logger, lambda: f"sync: {tally.describe('sites')}", settings.progress_seconds):
         await send_batch_calls(client, sizer, Operation.sync, {None: [Work(site.id) for site in sites]}, send, read,
                                settings, SiteErrorIndex(sites), "sync", on_done=synced, gate=gate)
     return failures

@@ -28,6 +28,7 @@ import httpx
 from fleet.engine.site_probe import ProbeResult, probe_client, probe_url
 from fleet.model.settings import PipelineSettings
 from fleet.model.summary import BAND_ORDER, Band, PageLook, SiteLook, UpdateType
+from fleet.model.vocabulary import count
 from fleet.pacing.fan_out import fan_out
 from fleet.rules.plan import DetectedUpdate, PlanItem, SiteRecord
 from fleet.state.visual_baselines import KeptPage, ListedVersions, VisualBaselines
@@ -328,7 +329,7 @@ class VisualWatch:
         and one before/after pair per site (its first page at its first viewport)."""
         kept = self.keep_for_next_night(broken or set())
         if kept:
-            log.info("the pages of %d healthy site(s) are kept as the next night's baselines", kept)
+            log.info("the pages of %s are kept as the next night's baselines", count(kept, "healthy site"))
         keep: set[str] = set()
         for look in self.looks.values():
             for number, page in enumerate(look.pages):

@@ -39,7 +39,7 @@ class Tally:
     def describe(self, unit: str = "") -> str:
         left = self.left_seconds()
         estimate = f", about {format_seconds(left)} left" if left is not None else ""
-        return f"{self.done}/{self.total}{' ' + unit if unit else ''}{estimate}"
+        return f"{unit + ' ' if unit else ''}{self.done}/{self.total}{estimate}"
 
 
 @dataclass

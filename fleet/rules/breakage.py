@@ -8,6 +8,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from fleet.model.summary import Containment, ContainmentStatus, HealthCheck, Item, Outcome, SiteAlarm, Suspect
+from fleet.model.vocabulary import count
 
 # applied, or perhaps applied (no answer); an item that failed or did not move was never applied: not a suspect
 # (a release that could not be switched on was installed: it is its break's culprit)
@@ -118,4 +119,4 @@ def broken_message(broken: list[SiteAlarm], run_id: str) -> str:
 
     named = "; ".join(said(alarm) for alarm in broken[:10])
     more = f" and {len(broken) - 10} more" if len(broken) > 10 else ""
-    return f"run {run_id} broke {len(broken)} site(s): {named}{more}"
+    return f"run {run_id} broke {count(len(broken), 'site')}: {named}{more}"

@@ -9,6 +9,7 @@ from collections import Counter
 
 from fleet.model.keys import item_key
 from fleet.model.summary import Outcome, Summary
+from fleet.model.vocabulary import count
 from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Plan
 
@@ -25,13 +26,13 @@ def nothing_done(summary: Summary, plan: Plan, sync_asked: int, synced: int) -> 
         return None
     if sync_asked and not synced:
         reasons = Counter(site.status for site in summary.sites if site.status != "online")
-        why = f" ({', '.join(f'{count} {status}' for status, count in reasons.most_common())})" if reasons else ""
-        return f"it synced none of the {sync_asked} site(s) it had to sync{why}"
+        why = f" ({', '.join(f'{n} {status}' for status, n in reasons.most_common())})" if reasons else ""
+        return f"it synced none of the {count(sync_asked, 'site')} it had to sync{why}"
     to_apply = {item.key for item in plan.to_apply()}
     ended = [item for item in summary.items
              if item_key(item) in to_apply and item.applied_by_run is None]
     if ended and all(item.outcome in NOT_DONE for item in ended):
         reasons = Counter((item.reason or item.outcome.value).split(":", 1)[0] for item in ended)
-        top, count = reasons.most_common(1)[0]
-        return f"it attempted none of its {len(ended)} update(s) ({count} of them: {top})"
+        top, n = reasons.most_common(1)[0]
+        return f"it attempted none of its {count(len(ended), 'update')} ({n} of them: {top})"
     return None

@@ -19,6 +19,7 @@ from datetime import date, datetime, timedelta
 
 from fleet.model.keys import VersionKey, offered_key
 from fleet.model.summary import ContainmentStatus, HoldKind, Incident, NightHold, Outcome, Selection, Summary
+from fleet.model.vocabulary import count
 from fleet.rules.plan import Decision, DetectedUpdate, Plan, PlanItem, SiteRecord, SiteStatus
 from fleet.rules.policy import Policy, Rule
 
@@ -102,25 +103,25 @@ def weigh(hold: NightHold, counted_on: str | None, evidence: Evidence) -> Weighe
 
 def why_ended(evidence: Evidence) -> str:
     return (f"no open incident names it and whole-fleet nights saw it offered nowhere on "
-            f"{evidence.quiet_days_needed} day(s), the last on {evidence.today.isoformat()}")
+            f"{count(evidence.quiet_days_needed, 'day')}, the last on {evidence.today.isoformat()}")
 
 
 def first_ending(hold: NightHold, quiet_days_needed: int) -> str:
     """When a new hold would end, until a night weighs it."""
     return (f"ends once no open incident names it and whole-fleet nights see it offered nowhere on "
-            f"{quiet_days_needed} day(s); or at once with: {release_command(hold)}")
+            f"{count(quiet_days_needed, 'day')}; or at once with: {release_command(hold)}")
 
 
 def ending(hold: NightHold, evidence: Evidence) -> str:
     """When `hold` would end, in words: the evidence still standing, then the days still needed."""
     release = f"or at once with: {release_command(hold)}"
     left = max(1, evidence.quiet_days_needed - hold.quiet_days)
-    days = (f"once whole-fleet nights see it offered nowhere on {left} more day(s) (the earliest "
+    days = (f"once whole-fleet nights see it offered nowhere on {count(left, 'more day')} (the earliest "
             f"{(evidence.today + timedelta(days=left - 1)).isoformat()})")
     incidents = evidence.named.get(hold_key(hold))
     if incidents:
         days = f"once incident {', '.join(map(str, incidents))} is closed and whole-fleet nights see it offered " \
-               f"nowhere on {left} more day(s)"
+               f"nowhere on {count(left, 'more day')}"
     canary = (" (a suspect: tried on one site alone once its break's culprit is known)"
               if hold.kind is HoldKind.suspect else "")
     return f"ends {days}{canary}; {release}"
@@ -233,7 +234,7 @@ def hold_rolled_back(items: list[PlanItem], pending: list[DetectedUpdate]) -> li
             here = item.site_id in sites
             item = item.model_copy(update={
                 "decision": Decision.held, "rule": Rule.rolled_back if here else Rule.rolled_back_elsewhere,
-                "reason": f"held: WordPress rolled version {item.to_version} back on {len(sites)} site(s)"
+                "reason": f"held: WordPress rolled version {item.to_version} back on {count(len(sites), 'site')}"
                           f"{', this one included' if here else ''}, as the dashboard remembers; it is not sent "
                           "again until a newer version is offered"})
         decided.append(item)

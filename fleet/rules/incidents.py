@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from fleet.model.summary import ContainmentStatus, HealthCheck, Incident, SiteAlarm, UpdateType
+from fleet.model.vocabulary import count
 from fleet.model.wordpress_version import newer
 from fleet.rules.breakage import NightFailure
 from fleet.rules.plan import Decision, PlanItem
@@ -156,10 +157,11 @@ def still_down(incidents: list[Incident], run_id: str) -> list[Incident]:
 
 def still_down_message(incidents: list[Incident], run_id: str, today: date) -> str:
     """The flow run's failure message: the sites still down, their age and what to do, in one line."""
-    named = "; ".join(f"{i.site_name or i.site_url} {i.site_url} (incident {i.id}, open {i.age_days(today)} day(s) "
-                      f"since run {i.opened_by}: {i.next_steps})" for i in incidents[:10])
+    named = "; ".join(f"{i.site_name or i.site_url} {i.site_url} (incident {i.id}, open "
+                      f"{count(i.age_days(today), 'day')} since run {i.opened_by}: {i.next_steps})"
+                      for i in incidents[:10])
     more = f" and {len(incidents) - 10} more" if len(incidents) > 10 else ""
-    return f"run {run_id}: {len(incidents)} site(s) broken on earlier nights still down: {named}{more}"
+    return f"run {run_id}: {count(len(incidents), 'site')} broken on earlier nights still down: {named}{more}"
 
 
 def _down(alarm: SiteAlarm, check: HealthCheck | None) -> bool:

@@ -77,7 +77,8 @@ def judge_cohort(cohort: PlanCohort, failures: int) -> Cohort:
     """The cohort's result; `stopped` when its failures exceed its budget (a budget of -1 means none)."""
     over = 0 <= cohort.failure_budget < failures
     reason = (
-        f"{failures} failed site(s) exceed the failure budget of {cohort.failure_budget}; later cohorts not started"
+        f"{count(failures, 'failed site')}, over the failure budget of {cohort.failure_budget}; later cohorts not "
+        "started"
         if over
         else None
     )
@@ -98,7 +99,7 @@ def cohort_line(verdict: Cohort) -> str:
 def stop_cohorts(plan: Plan, stopped: list[PlanCohort], because: Cohort) -> list[Cohort]:
     """Mark the items of cohorts that will not start as excluded, naming the cohort that stopped the rollout."""
     names = {cohort.name for cohort in stopped}
-    reason = f"rollout stopped: cohort {because.name!r} had {because.failures} failed site(s), budget exceeded"
+    reason = f"rollout stopped: cohort {because.name!r} had {count(because.failures, 'failed site')}, budget exceeded"
     for item in plan.to_apply():
         if item.cohort in names:
             item.decision, item.rule, item.reason = Decision.excluded, Rule.rollout, reason

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fleet.model.settings import STATE_FILE, PipelineSettings
 from fleet.model.summary import Summary, run_directories
+from fleet.model.vocabulary import count
 
 MOVED_SUFFIX = ".moved-to-home"
 
@@ -68,5 +69,5 @@ def forgotten_holds(settings: PipelineSettings, dashboard: str) -> str | None:
         return None
     named = ", ".join(f"{hold.slug} {hold.version}" for hold in holds[:5]) + (", ..." if len(holds) > 5 else "")
     return (f"the memory of {dashboard} ({settings.state_path}) is empty, but its last night ({last.name}) held "
-            f"{len(holds)} version(s) ({named}): they are not held now. If the nights' memory is elsewhere, "
+            f"{count(len(holds), 'version')} ({named}), not held now. If the nights' memory is elsewhere, "
             "point FLEET_HOME or FLEET_STATE_DB at it")

@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from fleet.model.settings import STATE_FILE
+from fleet.model.vocabulary import count
 from fleet.state.database import open_state_db
 
 FOLDER = "dashboards"
@@ -201,8 +202,8 @@ def adopt_shared_memory(home_db: Path, base_url: str, target: Path) -> str | Non
     relabel(target, base_url)
     said = f"the memory of {base_url} was taken from {home_db} into {target.parent} (one folder per dashboard)"
     if unfinished:
-        said += (f"; the home also served {', '.join(sorted(named - {key}))}, so its unfinished run(s) "
-                 f"{', '.join(unfinished)} are left unaccounted for: their summaries are not written")
+        said += (f"; the home also served {', '.join(sorted(named - {key}))}, so it leaves unaccounted for its "
+                 f"{count(len(unfinished), 'unfinished run')} ({', '.join(unfinished)}): no summary is written")
     return said
 
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from fleet.model.summary import Outcome, Selection, Summary
+from fleet.model.vocabulary import count
 from fleet.rules.breakage import SitesBrokenByRun
 from fleet.state.holds import HoldStore
 from flows.nightly import nightly_maintenance
@@ -93,7 +94,7 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
 
     # the operator sees the holds and releases one: the night after applies it again
     listed = CliRunner().invoke(app, ["holds", "list"])
-    assert listed.exit_code == 0 and version in listed.output and f"{len(holds)} hold(s)" in listed.output
+    assert listed.exit_code == 0 and version in listed.output and f"{count(len(holds), 'hold')};" in listed.output
     released = CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"])
     assert released.exit_code == 0 and f"released plugin:{slug}@{version}" in released.output
     assert CliRunner().invoke(app, ["holds", "release", f"plugin:{slug}"]).exit_code == 2  # nothing left to release
@@ -110,7 +111,7 @@ def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(das
     assert result.exit_code == 7, result.output
     assert "Traceback" not in result.output
     [line] = [line for line in result.output.splitlines() if line.startswith("nightly run failed: ")]
-    assert "broke 1 site(s)" in line
+    assert "broke 1 site:" in line
     [summary_line] = [line for line in result.output.splitlines() if line.startswith("summary: ")]
     summary = Summary.read(Path(summary_line.removeprefix("summary: ")))
     assert [alarm.site_id for alarm in summary.broken] == [victim["id"]]

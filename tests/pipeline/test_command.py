@@ -67,7 +67,7 @@ def test_fleet_update_then_check_a_selection(dashboard, tmp_path: Path, monkeypa
     assert "yes" in rows["1"] and names[1] in rows["1"]
     assert "NO" in rows["2"] and "PHP/WordPress" in rows["2"] and names[2] in rows["2"]
     assert "NO" in rows["3"] and "│ 503 " in rows["3"]  # the probe's HTTP status when the dashboard got none
-    assert "3 site(s) checked: 1 healthy, 2 need attention, 0 open uptime alert(s)" in checked.output.splitlines()
+    assert "3 sites checked: 1 healthy, 2 need attention, 0 open uptime alerts" in checked.output.splitlines()
 
 
 def test_fleet_update_refuses_a_bad_policy_before_any_request(tmp_path: Path):

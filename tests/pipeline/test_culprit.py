@@ -134,7 +134,7 @@ def test_the_failed_runs_message_says_where_each_site_is_what_broke_it_and_what_
                      dashboard_page="https://dash.example/wp-admin/admin.php?page=managesites&dashboard=2",
                      containment=unreachable(UpdateType.plugin, [plugin("seo/seo.php")], "NOMAINWP"))
     message = broken_message([contained, down], "run-1")
-    assert message.startswith("run run-1 broke 2 site(s): Shop https://a.example/ (SEO 1.0 -> 1.1: broken, then "
+    assert message.startswith("run run-1 broke 2 sites: Shop https://a.example/ (SEO 1.0 -> 1.1: broken, then "
                               "contained: SEO deactivated); ")
     assert ("; Blog https://b.example/ (SEO 1.0 -> 1.1: down, unreachable by the dashboard; on the server: rename "
             "wp-content/plugins/seo (Seo/Seo.Php), then restore version 1.0;") in message

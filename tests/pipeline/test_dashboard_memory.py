@@ -89,7 +89,7 @@ def test_a_home_that_served_two_dashboards_gives_each_its_own_and_the_journal_to
         db.execute("CREATE TABLE vuln_feed (id INTEGER PRIMARY KEY)")  # the feed's copy: the home's own
     a, b = DashboardMemory(home, A), DashboardMemory(home, B)
     [said] = a.open()
-    assert "killed-somewhere are left unaccounted for" in said and "127.0.0.1-8080" in said
+    assert "unaccounted for its 1 unfinished run (killed-somewhere)" in said and "127.0.0.1-8080" in said
     assert [i.site_id for i in IncidentStore(a.path).open_incidents(A)] == [3]
     assert JobJournal(a.path).open_runs("tonight") == []
     b.open()

@@ -70,9 +70,9 @@ def test_the_verdict_survives_prefect_storing_it() -> None:
 def test_what_counts_as_a_night_that_did_nothing() -> None:
     summary, plan = summary_of(Outcome.skipped, Outcome.unknown)
     assert nothing_done(summary, plan, sync_asked=2, synced=1) == (
-        "it attempted none of its 2 update(s) (2 of them: sync failed)")
+        "it attempted none of its 2 updates (2 of them: sync failed)")
     summary, plan = summary_of(Outcome.skipped, Outcome.skipped, offline=2)
-    assert nothing_done(summary, plan, sync_asked=2, synced=0) == "it synced none of the 2 site(s) it had to sync " \
+    assert nothing_done(summary, plan, sync_asked=2, synced=0) == "it synced none of the 2 sites it had to sync " \
         "(2 offline)"
     assert nothing_done(*summary_of(Outcome.skipped, Outcome.updated), sync_asked=2, synced=2) is None
     assert nothing_done(*summary_of(Outcome.skipped, dry_run=True), sync_asked=0, synced=0) is None

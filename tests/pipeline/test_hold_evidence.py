@@ -35,7 +35,7 @@ def test_a_hold_ends_only_after_the_policys_days_of_whole_fleet_nights_that_saw_
     assert store.weigh(evidence(1)) == [] and store.weigh(evidence(1)) == []  # one day, however many nights
     assert store.weigh(evidence(2, whole_fleet=False)) == []  # a selection, a window, a failed sync: not counted
     [hold] = store.active()
-    assert hold.quiet_days == 1 and "2 more day(s)" in hold.ends
+    assert hold.quiet_days == 1 and "2 more days" in hold.ends
     assert store.weigh(evidence(3)) == []
     [ended] = store.weigh(evidence(4))
     assert (ended.slug, ended.version) == KEY[1:] and store.active() == []

@@ -61,6 +61,6 @@ async def test_a_held_version_is_never_sent_again_while_any_site_is_offered_it(d
     emulator.post("offers", {"site_id": behind["id"], "type": "plugin", "slug": slug, "version": "99.4.0"})
     fourth = await night(tmp_path)  # no site is offered 1.3 any more: one quiet night proves nothing, 1.4 goes on
     [kept] = [h for h in holds.active() if h.slug == slug and h.version == "99.3.0"]
-    assert kept.quiet_days == 1 and "29 more day(s)" in kept.ends
+    assert kept.quiet_days == 1 and "29 more days" in kept.ends
     [fixed] = [item for item in fourth.items if item.slug == slug and item.site_id == behind["id"]]
     assert (fixed.outcome, fixed.to_version) == (Outcome.updated, "99.4.0")

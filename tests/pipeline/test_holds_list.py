@@ -31,7 +31,7 @@ def test_a_hold_with_a_long_reason_is_a_few_lines_that_fit_80_columns(tmp_path: 
     lines = result.output.splitlines()
     assert lines[0] == f"plugin:{item}@1.3.0"  # whole, on its own line, as `fleet holds release` takes it
     assert all(len(line) <= 80 for line in lines[1:]), lines
-    assert len(lines) <= 9 and lines[-1].startswith("1 hold(s)")
+    assert len(lines) <= 9 and lines[-1].startswith("1 hold;")
     assert any("Lab Canary · held as a culprit since 2026-03-09" in line for line in lines)
     assert any(line.strip().startswith("until: ends once") for line in lines)  # when it would end
     assert any(line.strip().startswith("site: https://child-one.lab.example/") for line in lines)

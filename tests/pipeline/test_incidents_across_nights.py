@@ -136,7 +136,7 @@ def test_the_operator_closes_an_incident_with_a_reason(dashboard, tmp_path: Path
 
     code, second, operator = nights.run()  # the site is still down, and no longer an incident: not exit 8; but
     # it was the night's only site, and a night that synced no site did nothing (exit 9, issue 29)
-    assert code == 9 and "synced none of the 1 site(s)" in (second.did_nothing or "")
+    assert code == 9 and "synced none of the 1 site it had to sync" in (second.did_nothing or "")
     assert second.incidents == [] and "INCIDENT" not in operator
     assert cli("incidents", "list", "--state-db", state_db)[1].startswith("no open incident")
 

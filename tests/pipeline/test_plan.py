@@ -126,7 +126,7 @@ def test_cohort_over_budget_stops_the_later_cohorts():
     failures = failed_sites(items, {1: HealthCheck(online=True), 2: HealthCheck(online=True)})
     assert failures == {2}
     verdict = judge_cohort(plan.cohorts[0], len(failures))
-    assert verdict.status == "stopped" and "exceed the failure budget of 0" in verdict.reason
+    assert verdict.status == "stopped" and "1 failed site, over the failure budget of 0" in verdict.reason
     later = stop_cohorts(plan, plan.cohorts[1:], verdict)
     assert [(c.name, c.status, c.sites) for c in later] == [("rest", "not_started", 8)]
     stopped = [i for i in plan.items if i.site_id > 2]

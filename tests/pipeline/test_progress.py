@@ -13,7 +13,7 @@ def test_a_tally_estimates_the_time_left_from_its_rate():
     tally = Tally(total=100, done=25)
     tally.started -= 30  # 25 done in 30 s
     assert tally.describe() == "25/100, about 1 min 30 s left"
-    assert tally.describe("item(s)") == "25/100 item(s), about 1 min 30 s left"
+    assert tally.describe("items") == "items 25/100, about 1 min 30 s left"  # a label, as the night's own line
     assert Tally(total=10).describe() == "0/10"
 
 

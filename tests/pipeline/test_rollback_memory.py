@@ -49,7 +49,7 @@ async def test_a_version_mainwp_remembers_as_rolled_back_is_sent_nowhere_and_cou
     items = {item.site_id: item for item in summary.items if item.slug == slug}
     assert items[rolled["id"]].outcome is Outcome.held and items[rolled["id"]].rule == "rolled_back"
     assert items[other["id"]].outcome is Outcome.held and items[other["id"]].rule == "rolled_back_elsewhere"
-    assert "rolled version" in items[other["id"]].reason and "1 site(s)" in items[other["id"]].reason
+    assert "rolled version" in items[other["id"]].reason and "back on 1 site," in items[other["id"]].reason
     truth = emulator.truth()["sites"]
     assert truth[str(other["id"])]["plugins"][slug]["version"] != version  # never sent
     [hold] = HoldStore(memory_of()).active()

@@ -49,7 +49,7 @@ def test_no_call_is_sent_after_the_stop_and_the_calls_in_flight_are_answered_fir
     assert stop_requested()
     assert sent == [0, 1] and sorted(answered) == [0, 1]
     assert ended and all(seen == ([0, 1], [1, 0]) for seen in ended), ended  # raised once both were answered
-    assert "cancelled by the stop of `fleet serve` at a safe point between calls, after 2 call(s)" in str(
+    assert "cancelled by the stop of `fleet serve` at a safe point between calls, after 2 calls" in str(
         stopped.value)
 
 

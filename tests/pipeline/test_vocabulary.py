@@ -3,6 +3,7 @@ and one closing line for `fleet nightly` and `fleet demo`."""
 
 from __future__ import annotations
 
+import ast
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,6 +43,33 @@ def test_every_outcome_has_a_word_in_every_voice_and_no_word_holds_the_list_sepa
 
 def test_counts_name_their_unit_for_one_or_many():
     assert (count(1, "site"), count(0, "site"), count(40, "item")) == ("1 site", "0 sites", "40 items")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# The packages whose texts are ours (emulator/ says what the real MainWP dashboard says, dashboard/ what its API does)
+OWN_TEXTS = ("cli", "fleet", "flows", "orchestration", "reporting", "deployments", "tasks", "vulnfeed")
+
+
+def hedged_texts(source: str) -> list[tuple[int, str]]:
+    """Each string constant of `source` (an f-string's literal parts included) that says "(s)", with its line;
+    docstrings are prose for the reader of the code, not texts anyone is shown, and are left to it."""
+    tree = ast.parse(source)
+    docstrings = {id(body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and (body := node.body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "(s)" in node.value
+            and id(node) not in docstrings]
+
+
+def test_no_text_of_ours_counts_with_an_s_in_brackets():
+    """A count says its unit for one or many (`count(2, "site")`: "2 sites"), never "2 site(s)": no log line, CLI
+    line, exception or report text of the project's own packages says "(s)", counted or not."""
+    assert sorted(hedged_texts('"""A docstring about function(s)."""\nf"{n} site(s) of {m}" + "%d item(s)"')) == [
+        (2, " site(s) of "), (2, "%d item(s)")]
+    found = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for package in OWN_TEXTS
+             for path in sorted((ROOT / package).rglob("*.py")) for line, text in hedged_texts(path.read_text())]
+    assert found == [], "\n".join(found)
 
 
 def night(*, dry_run: bool, outcomes: list[tuple[Outcome, str | None]], sites: int = 2) -> Summary:

@@ -43,7 +43,7 @@ def test_show_by_site_and_by_vulnerability(tmp_path: Path) -> None:
     assert "One (https://one.example/)\n    plugin Forms 1.0 → 1.1: fix held: CVE-2026-1111 9.8 Critical" \
         in by_site.output
     assert "plugin Forms 0.9: no fix offered: CVE-2026-1111 9.8 Critical; CVE-2026-2222 5.4 Medium" in by_site.output
-    assert "2 site(s) with a known vulnerability" in by_site.output and "Wordfence" in by_site.output
+    assert "2 sites with a known vulnerability" in by_site.output and "Wordfence" in by_site.output
     # issue 44: the copy in use, by its source and its age
     assert f"feed: the copy of feed.json, fetched {NOW.isoformat()} (less than an hour old)" in by_site.output
     by_vuln = CliRunner().invoke(app, ["vulnerabilities", "show", "--run", str(tmp_path / "run"),

@@ -149,7 +149,7 @@ def cli_groups(output: str) -> dict[str, set[tuple[str, str, str, str]]]:
     groups: dict[str, set[tuple[str, str, str, str]]] = {"fixed": set(), "not_installed": set(), "open": set()}
     site = ""
     for line in output.splitlines():
-        if re.match(r"\d+ site\(s\) ", line):
+        if re.match(r"\d+ sites? with a known vulnerability", line):
             break
         if not line.startswith("    "):
             site = line.split(" (", 1)[0]
