@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 from typing import TYPE_CHECKING
 
 import typer
@@ -28,33 +31,22 @@ def serve() -> None:
     every schedule, or says loudly which it could not (exit 1). The scheduled night's settings
     (FLEET_*, the policy file, the mail, the key) are checked first: a service that would fail every night does
     not start."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even where it began ignored (a script's `&`)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # systemd's stop, until serving: as Ctrl-C
-    try:
-        stopped = check_and_serve()
-    except KeyboardInterrupt:  # before any deployment was registered (serving handles its own stop)
-        typer.echo("stopped before serving anything")
-        return
-    except Exception as error:
-        if not caused_by_a_stop(error):
-            raise
-        typer.echo("stopped before serving anything")  # the Ctrl-C came inside a library that wrapped it
-        return
+    signal.signal(signal.SIGINT, stop_before_serving)  # Ctrl-C, even where it began ignored (a script's `&`)
+    signal.signal(signal.SIGTERM, stop_before_serving)  # systemd's stop; serving puts handlers of its own
+    stopped = check_and_serve()
     if not stopped.complete:
         raise typer.Exit(1)
 
 
-def caused_by_a_stop(error: BaseException) -> bool:
-    """A KeyboardInterrupt (Ctrl-C, or SIGTERM before serving) wrapped by the code it cut into: pydantic, busy
-    serializing Prefect's settings as the signal came, raised a PydanticSerializationError from it."""
-    seen: set[int] = set()
-    found: BaseException | None = error
-    while found is not None and id(found) not in seen:
-        if isinstance(found, KeyboardInterrupt):
-            return True
-        seen.add(id(found))
-        found = found.__cause__ or found.__context__
-    return False
+def stop_before_serving(signum: int, frame: object) -> None:
+    """A stop before any deployment is registered ends the process at once: nothing is served yet. Not as a
+    KeyboardInterrupt: raised wherever the signal lands, the code it cut into may turn it into an error of its
+    own (pydantic, serializing Prefect's settings during an import, raised a PydanticSerializationError that
+    keeps only the interrupt's name), and `fleet serve` printed a traceback instead of stopping."""
+    with contextlib.suppress(Exception):  # what was printed before the stop; the signal may land inside a write
+        sys.stdout.flush()
+    os.write(sys.stdout.fileno(), b"stopped before serving anything\n")
+    os._exit(0)
 
 
 def check_and_serve() -> StopReport:
