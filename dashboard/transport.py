@@ -47,6 +47,10 @@ log = logging.getLogger("dashboard")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _READS = ("GET", "HEAD", "OPTIONS")
 _REDACTED = "<redacted>"
+# An idle connection is kept 1 s at most, well inside a web server's keep-alive (Apache's and uvicorn's default 5 s,
+# shortened to 2 s by some hosts). Kept as long as the server keeps it (httpx's and aiohttp's 5 s), the server can
+# close it just as the next request goes out on it, and a write sent so is lost: "sent but no answer".
+IDLE_CONNECTION_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class Transport:
                 write=settings.read_timeout,
                 pool=settings.connect_timeout,
             ),
-            limits=httpx.Limits(max_connections=settings.max_connections),
+            limits=self._limits(settings),
             verify=settings.verify_tls,
             transport=transport or self._engine(settings),
             follow_redirects=False,
@@ -126,7 +130,11 @@ class Transport:
         """The engine under httpx; None: httpx's own."""
         if settings.http_engine == "httpx":
             return None
-        return AiohttpWire(verify=settings.verify_tls, limits=httpx.Limits(max_connections=settings.max_connections))
+        return AiohttpWire(verify=settings.verify_tls, limits=Transport._limits(settings))
+
+    @staticmethod
+    def _limits(settings: DashboardSettings) -> httpx.Limits:
+        return httpx.Limits(max_connections=settings.max_connections, keepalive_expiry=IDLE_CONNECTION_SECONDS)
 
     async def aclose(self) -> None:
         await self._http.aclose()
