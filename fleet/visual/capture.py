@@ -1,7 +1,7 @@
 """Screenshots of sites' pages in the system Chromium, driven by Playwright (its own browser download is never
-used). One browser for the night, and its browser contexts made once and reused: one per viewport for each of the
-`concurrency` pages loaded at once (a context's clock is shared by its pages, so each page in flight has its
-own). Each page is loaded to network idle with the page's clock stopped at one fixed moment, its timers then run
+used). One browser for the night, and its browser contexts made once for each burst of shots and reused within it:
+one per viewport for each of the `concurrency` pages loaded at once (a context's clock is shared by its pages, so
+each page in flight has its own). Each page is loaded to network idle with the page's clock stopped at one fixed moment, its timers then run
 for one second of that clock, animations and transitions stopped, and shot: its first two screens by default
 (`screens`), or the full page. So what a shot shows does not depend on how long this machine took to load it
 (a carousel that turns every few seconds shows the slide it opened with, a clock the same time), and the same page
@@ -12,6 +12,7 @@ well as in the pixels)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ class PageCapture:
         for slot in range(concurrency):
             self._slots.put_nowait(slot)
         self._contexts: dict[tuple[int, Viewport], BrowserContext] = {}
+        self._shooting = 0  # shoot_each calls in flight
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -116,9 +118,27 @@ class PageCapture:
         return await self.shoot_each([(site, page, viewport) for viewport in viewports for page in pages], label)
 
     async def shoot_each(self, wanted: list[tuple[str, PageTarget, Viewport]], label: str) -> list[Shot]:
-        """These (site, page, viewport) shots, in this order."""
-        return list(await asyncio.gather(*(self._shoot_page(site, page, viewport, label)
-                                           for site, page, viewport in wanted)))
+        """These (site, page, viewport) shots, in this order. When the last shots in flight are taken, the contexts
+        are closed: a context that has shown a page keeps Chromium drawing while nothing is shot (about 5% of a
+        core, measured), for as long as the browser lives: a night's steps between its looks, or a task worker's
+        hours between nights."""
+        self._shooting += 1
+        try:
+            return list(await asyncio.gather(*(self._shoot_page(site, page, viewport, label)
+                                               for site, page, viewport in wanted)))
+        finally:
+            self._shooting -= 1
+            if not self._shooting:
+                await self._close_contexts()
+
+    async def _close_contexts(self) -> None:
+        """Close the contexts made so far; a shot that starts meanwhile makes new ones."""
+        from playwright.async_api import Error as PlaywrightError
+
+        contexts, self._contexts = list(self._contexts.values()), {}
+        for context in contexts:
+            with contextlib.suppress(PlaywrightError):  # the browser went away: its contexts went with it
+                await context.close()
 
     async def shoot_sites(self, sites: dict[str, list[PageTarget]], viewports: list[Viewport],
                           label: str) -> list[Shot]:

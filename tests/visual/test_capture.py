@@ -123,3 +123,17 @@ async def test_a_page_that_cannot_be_shot_says_why(capture: PageCapture, run_dir
     [shot] = await capture.shoot("nowhere", [PageTarget("home", "http://127.0.0.1:9/")], [Viewport.mobile], "x")
     assert shot.path is None and shot.error and "127.0.0.1:9" in shot.error
     assert not (run_dir / "nowhere").exists()
+
+
+async def test_once_its_shots_are_taken_the_browser_keeps_no_context_to_draw_while_idle(
+        site_server, capture, taken) -> None:
+    """A context that has shown a page keeps Chromium drawing (about 5% of a core) while nothing is shot: between
+    a night's looks, and for a task worker's hours between nights. The contexts live for a burst of shots."""
+    site = site_with(site_server, "", taken)
+    pages = [PageTarget("home", home_of(site_server, site))]
+    shots = await capture.shoot(site.domain, pages, BOTH, "idle-after")
+    assert all(shot.path is not None for shot in shots), [shot.error for shot in shots]
+    assert capture._browser is not None and capture._browser.contexts == []
+    again = await capture.shoot(site.domain, pages, BOTH, "idle-again")  # new contexts for the next burst
+    assert [shot.path is not None for shot in again] == [True] * len(again)
+    assert capture._browser.contexts == []
