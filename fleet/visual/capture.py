@@ -1,13 +1,13 @@
 """Screenshots of sites' pages in the system Chromium, driven by Playwright (its own browser download is never
 used). One browser for the night, and its browser contexts made once for each burst of shots and reused within it:
 one per viewport for each of the `concurrency` pages loaded at once (a context's clock is shared by its pages, so
-each page in flight has its own). Each page is loaded to network idle with the page's clock stopped at one fixed moment, its timers then run
-for one second of that clock, animations and transitions stopped, and shot: its first two screens by default
-(`screens`), or the full page. So what a shot shows does not depend on how long this machine took to load it
-(a carousel that turns every few seconds shows the slide it opened with, a clock the same time), and the same page
-shot on another night shows the same pixels. What went wrong on the page is kept with the shot: console errors,
-uncaught script errors, and same-origin requests that failed or answered 4xx/5xx (a stylesheet gone shows here as
-well as in the pixels)."""
+each page in flight has its own). Each page is loaded to network idle with the page's clock stopped at one fixed
+moment, its timers then run for one second of that clock, animations and transitions stopped, and shot: its first
+two screens by default (`screens`), or the full page. So what a shot shows does not depend on how long this machine
+took to load it (a carousel that turns every few seconds shows the slide it opened with, a clock the same time), and
+the same page shot on another night shows the same pixels. What went wrong on the page is kept with the shot:
+console errors, uncaught script errors, and same-origin requests that failed or answered 4xx/5xx (a stylesheet gone
+shows here as well as in the pixels)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ findings.
 
 from __future__ import annotations
 
+import functools
+import io
 import random
 import sys
 from datetime import UTC, date, datetime, timedelta
@@ -343,6 +345,22 @@ def diff_picture(before: Image.Image, after: Image.Image) -> tuple[Image.Image, 
     return Image.fromarray(faded.astype(np.uint8), "RGB"), float(changed.mean())
 
 
+@functools.cache
+def look_pictures(domain: str, viewport: str, *, blank: bool, restyled: bool
+                  ) -> tuple[tuple[tuple[str, bytes], ...], float]:
+    """A page's before, after and diff pictures as PNG files, and its score: drawn once per test process (every
+    report test's night has the same sites)."""
+    before = page_image(domain, viewport)
+    after = page_image(domain, viewport, blank=blank, restyled=restyled)
+    diff, score = diff_picture(before, after)
+    pictures = []
+    for label, image in (("before", before), ("after", after), ("diff", diff)):
+        png = io.BytesIO()
+        image.save(png, "PNG", compress_level=1)
+        pictures.append((label, png.getvalue()))
+    return tuple(pictures), score
+
+
 def write_looks(summary: Summary, run_dir: Path, *, page_name: str = "checkout") -> Summary:
     """Screenshots of every online site of the night (the home page at both viewports), written under
     RUN_DIR/visual/ as the night writes them, and `summary.looks`: one broken site (with its alarm), one for
@@ -356,15 +374,13 @@ def write_looks(summary: Summary, run_dir: Path, *, page_name: str = "checkout")
         views = []
         for page, viewport in pages:
             folder = f"visual/{domain}/{viewport}"
-            before = page_image(domain, viewport)
-            after = page_image(domain, viewport, blank=domain == BROKEN_LOOK,
-                               restyled=domain in (REVIEW_LOOK, BROKEN_LOOK) and viewport == "desktop")
-            diff, score = diff_picture(before, after)
+            pictures, score = look_pictures(domain, viewport, blank=domain == BROKEN_LOOK,
+                                            restyled=domain in (REVIEW_LOOK, BROKEN_LOOK) and viewport == "desktop")
             stem = "".join(c if c.isalnum() else "_" for c in page)
-            paths = {label: f"{folder}/{stem}.{label}.png" for label in ("before", "after", "diff")}
+            paths = {label: f"{folder}/{stem}.{label}.png" for label, _ in pictures}
             (run_dir / folder).mkdir(parents=True, exist_ok=True)
-            for label, image in (("before", before), ("after", after), ("diff", diff)):
-                image.save(run_dir / paths[label], compress_level=1)
+            for label, png in pictures:
+                (run_dir / paths[label]).write_bytes(png)
             band = Band.healthy if score < PASS else Band.review if score <= FAIL else Band.broken
             views.append(PageLook(page=page, viewport=viewport, url=f"{site.site_url}/{'' if page == 'home' else page}",
                                   band=band, score=round(score, 4), **paths,
