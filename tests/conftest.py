@@ -26,6 +26,7 @@ PACKAGES = ("cli", "deployments", "flows", "tasks", "orchestration", "reporting"
 
 PREFECT_HOME = own_prefect_home(os.environ.get("PYTEST_XDIST_WORKER", "main"))
 BLANK_DATABASE = "TESTS_PREFECT_BLANK_DATABASE"  # the run's migrated blank database, for the workers too
+HARNESS_SERVERS: set[str] = set()  # the API of this process's test server, once started
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -141,7 +142,7 @@ def prefect_harness() -> Iterator[None]:
     directory it asks `mkdtemp` for), so that it migrates nothing."""
     from unittest import mock
 
-    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL
     from prefect.testing.utilities import prefect_test_harness
 
     made: list[Path] = []
@@ -154,8 +155,27 @@ def prefect_harness() -> Iterator[None]:
 
     with mock.patch("prefect.testing.utilities.mkdtemp", seeded), prefect_test_harness(server_startup_timeout=120):
         assert made and str(made[-1]) in PREFECT_SERVER_DATABASE_CONNECTION_URL.value(), "the harness's database moved"
+        HARNESS_SERVERS.add(PREFECT_API_URL.value())
         yield
         drop_unsent_prefect_items()
+
+
+@pytest.fixture(autouse=True)
+def no_temporary_prefect_server() -> Iterator[None]:
+    """A test that runs a flow (or calls Prefect's API) in its process without the `prefect_harness` fixture made
+    Prefect start a temporary server there, which then lived, idle and costing CPU, until the process ended: its
+    test fails saying so, and the server is stopped."""
+    yield
+    started = sys.modules.get("prefect.server.api.server")
+    if started is None:
+        return
+    strays = [server for server in list(started.SubprocessASGIServer._instances.values())
+              if server.running and server.api_url not in HARNESS_SERVERS]
+    for server in strays:
+        server.stop()
+    if strays:
+        pytest.fail("this test started a temporary Prefect server in the test process: ask for the `prefect_harness` "
+                    "fixture (one server per test process)")
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,7 @@ def test_a_handle_the_step_does_not_take_is_refused_when_the_task_is_made() -> N
         with_run_handles(step, outbox=lambda: None)
 
 
+@pytest.mark.usefixtures("prefect_harness")  # the worker's server: without it, Prefect starts one of its own
 async def test_each_handle_is_made_when_the_task_runs_inside_its_flow() -> None:
     made: list[str] = []
 
