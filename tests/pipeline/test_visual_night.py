@@ -30,7 +30,7 @@ from reporting.run_report import render_reports
 from tests.pipeline.conftest import Dashboard, installed, read_run
 from tests.pipeline.test_windows_night import _paused_run
 
-pytestmark = [pytest.mark.long(27), pytest.mark.skipif(
+pytestmark = [pytest.mark.long(27), pytest.mark.usefixtures("prefect_harness"), pytest.mark.skipif(
     chromium_path() is None, reason=f"no Chromium at {CHROMIUM}: install Debian's `chromium` to run these")]
 
 VISUAL = {"sitemap_pages": 1, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
@@ -191,7 +191,6 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
                 == (Path(first_run).parent / before.after).read_bytes())
 
 
-@pytest.mark.usefixtures("prefect_harness")  # a server the worker subscribes to, as a deployed night has
 async def test_a_separate_task_worker_process_takes_the_screenshots(dashboard, tmp_path: Path, monkeypatch) -> None:
     """With FLEET_VISUAL_TASK_WORKERS the night shoots nothing itself: `fleet screenshots serve`, another process,
     serves its batches of shots as Prefect background task runs, the images come back through result storage,
