@@ -140,10 +140,11 @@ def test_a_night_killed_under_fleet_serve_leaves_no_lock_and_the_next_night_acco
     world: World, tmp_path: Path
 ) -> None:
     """Its process SIGKILLed mid-night, as an OOM kill would, while it holds the dashboard's night lock and `fleet
-    serve` goes on. The next night (started by hand at once, as from Prefect's UI, rather than waited for) starts its
-    work (the lock's holder is dead, so the lock is free), accounts for what the killed night applied, and
-    completes; the killed night is Crashed in Prefect and the chat is told so. Before the fix the lock was a Prefect
-    concurrency slot, free again only once its lease lapsed (minutes; a temporary server never freed it)."""
+    serve` goes on. The next night (started by hand at once, as from Prefect's UI, or the schedule's, whichever
+    starts first) starts its work (the lock's holder is dead, so the lock is free), accounts for what the killed
+    night applied, and completes; the killed night is Crashed in Prefect and the chat is told so. Before the fix the
+    lock was a Prefect concurrency slot, free again only once its lease lapsed (minutes; a temporary server never
+    freed it)."""
     home = tmp_path / "home"
     since = world.since()
     assert new_releases(world.emulator)  # the night has update calls to be killed among
@@ -162,12 +163,13 @@ def test_a_night_killed_under_fleet_serve_leaves_no_lock_and_the_next_night_acco
 
         crashed = wait_until(lambda: world.run(killed["name"])["state_type"] == "CRASHED", 60, 0.5)
         assert crashed, (world.run(killed["name"])["state"], output.read_text()[-3000:])
-        manual = trigger(world.server, NIGHTLY)  # the next night at once, as a run from Prefect's UI
+        # the next night at once, as a run from Prefect's UI; a scheduled one (every 30 s here) may start first on a
+        # loaded machine: the next night is whichever starts first after the kill
+        trigger(world.server, NIGHTLY)
         again = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] in (
             "COMPLETED", "FAILED", "CRASHED") and run["start_time"] and datetime.fromisoformat(
                 run["start_time"]).timestamp() >= began), None), 180, 0.5)
         assert again and again["state_type"] == "COMPLETED", (again, output.read_text()[-3000:])
-        assert again["id"] == manual, "no scheduled night came first"
         assert "whose process is gone: taken over" in output.read_text()  # the lock, said once
         rows = journal(home)
         assert rows[night] == {"finished": False, "accounted_by": night_of(again["id"], rows)}, rows
