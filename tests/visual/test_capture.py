@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from emulator.records import Site
-from emulator.site_theme import moving_content
+from emulator.site_theme import is_shop, moving_content
 from emulator.testing import EmulatorServer
 from fleet.visual.capture import PageCapture
 from fleet.visual.diff import Band, compare
@@ -27,9 +27,11 @@ def home_of(server: EmulatorServer, site: Site) -> str:
     return server.credentials["site_url_template"].format(host=site.domain)
 
 
-def site_with(server: EmulatorServer, moving: str, taken: set[int]) -> Site:
+def site_with(server: EmulatorServer, moving: str, taken: set[int], shop: bool | None = None) -> Site:
+    """A site no other test of the module took (with a shop or without, where `shop` says)."""
     site = next(s for s in server.emulator.state.sites.values()
-                if s.reachable and not s.broken_by and moving_content(s) == moving and s.id not in taken)
+                if s.reachable and not s.broken_by and moving_content(s) == moving and s.id not in taken
+                and shop in (None, is_shop(s)))
     taken.add(site.id)
     return site
 
@@ -107,14 +109,17 @@ async def test_a_release_that_adds_a_notice_bar_lands_in_review(site_server, cap
     assert worst_band(verdicts) is Band.review
 
 
-async def test_a_site_is_checked_on_its_home_its_named_pages_and_its_sitemap(site_server, taken) -> None:
-    site = site_with(site_server, "", taken)
+# a shop's sitemap lists /shop/ among its pages: which site a test took once depended on the tests run before it
+@pytest.mark.parametrize(("shop", "from_sitemap"), [(False, ["about", "p-2", "p-1"]), (True, ["about", "shop", "p-2"])])
+async def test_a_site_is_checked_on_its_home_its_named_pages_and_its_sitemap(
+        site_server, taken, shop: bool, from_sitemap: list[str]) -> None:
+    site = site_with(site_server, "", taken, shop=shop)
     home = home_of(site_server, site)
     policy = VisualPolicy(pages=["/contact/"], sitemap_pages=3)
     async with httpx.AsyncClient() as http:
         pages = await pages_to_check(http, home, policy)
         none_from_sitemap = await pages_to_check(http, home, VisualPolicy(sitemap_pages=0))
-    assert [p.name for p in pages] == ["home", "contact", "about", "p-2", "p-1"]  # contact once, pages before posts
+    assert [p.name for p in pages] == ["home", "contact", *from_sitemap]  # contact once, pages before posts
     assert [p.url for p in pages][:2] == [home, home + "contact/"]
     assert [p.name for p in none_from_sitemap] == ["home"]
 
