@@ -33,7 +33,8 @@ from tests.pipeline.test_windows_night import _paused_run
 pytestmark = [pytest.mark.long(27), pytest.mark.usefixtures("prefect_harness"), pytest.mark.skipif(
     chromium_path() is None, reason=f"no Chromium at {CHROMIUM}: install Debian's `chromium` to run these")]
 
-VISUAL = {"sitemap_pages": 1, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
+# the home page alone (each page load costs Chromium about 0.8 s of CPU); the second-night test takes two pages
+VISUAL = {"sitemap_pages": 0, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
 
 
 async def night(ids: list[str], policy: str) -> str:
@@ -145,7 +146,7 @@ async def test_the_second_night_starts_from_the_first_nights_shots_and_still_fin
     chosen = carousel + calm
     assert len(chosen) == 3
     ids = [str(site.id) for site in chosen]
-    policy = write_policy(tmp_path)
+    policy = write_policy(tmp_path, visual={**VISUAL, "sitemap_pages": 1})
     shots: list[tuple[str, str]] = []  # (label, site key) of every shot taken
     original = PageCapture.shoot_each
 
