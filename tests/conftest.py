@@ -12,12 +12,14 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.local_http import LOCAL_HTTP
 from tests.prefect_home import migrated_blank_database, own_prefect_home, start_from
+from tests.rewritten_modules import modules_pytest_rewrites, rewrite_test_modules
 from tests.tls import Certificate, self_signed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,10 +38,16 @@ def pytest_configure(config: pytest.Config) -> None:
     set_hypothesis_home_dir(ROOT / ".hypothesis")
     # Every Prefect database of the run starts migrated: the first process makes the blank one before xdist starts
     # its workers (they inherit its environment), each process's home and `prefect server start` copy it.
+    # Meanwhile, in a side-by-side run, it writes the test modules' rewritten pycs for the workers
+    # (tests/rewritten_modules.py), on the other core: the database is made in a process of its own.
     if BLANK_DATABASE not in os.environ:
         folder = Path(tempfile.mkdtemp(prefix="prefect-blank-run-"))
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-        os.environ[BLANK_DATABASE] = str(migrated_blank_database(folder))
+        with ThreadPoolExecutor(1) as beside:
+            making = beside.submit(migrated_blank_database, folder)
+            if config.getoption("numprocesses", None):
+                rewrite_test_modules(config, modules_pytest_rewrites(ROOT / "tests", config))
+            os.environ[BLANK_DATABASE] = str(making.result())
     blank = Path(os.environ[BLANK_DATABASE])
     start_from(blank, PREFECT_HOME / "prefect.db")  # the temporary servers of this process's subprocess nights
     from cli.local_prefect import LocalPrefectServer
