@@ -12,7 +12,8 @@ from tests.rewritten_modules import modules_pytest_rewrites, rewrite_test_module
 
 
 def names_in(code: CodeType) -> set[str]:
-    return {*code.co_names, *code.co_varnames}.union(*(names_in(const) for const in code.co_consts if isinstance(const, CodeType)))
+    inner = (names_in(const) for const in code.co_consts if isinstance(const, CodeType))
+    return {*code.co_names, *code.co_varnames}.union(*inner)
 
 
 def test_each_module_is_rewritten_once_and_again_when_it_changed(tmp_path: Path, pytestconfig: pytest.Config) -> None:
