@@ -33,7 +33,7 @@ from tests.pipeline.test_windows_night import _paused_run
 pytestmark = [pytest.mark.long(27), pytest.mark.usefixtures("prefect_harness"), pytest.mark.skipif(
     chromium_path() is None, reason=f"no Chromium at {CHROMIUM}: install Debian's `chromium` to run these")]
 
-# the home page alone (each page load costs Chromium about 0.8 s of CPU); the second-night test takes two pages
+# the home page alone (each page load costs Chromium about 1 s of CPU); the second-night test takes two pages
 VISUAL = {"sitemap_pages": 0, "viewports": ["desktop"], "baseline_gap_seconds": 0.3}
 
 

@@ -87,7 +87,7 @@ async def test_each_visual_break_scores_above_fail(site_server, capture, taken, 
     site = site_with(site_server, "clock", taken)
     pages = [PageTarget("home", home_of(site_server, site)), PageTarget("about", home_of(site_server, site) + "about/")]
     # the desktop alone: a break is the page's, whatever the width (both widths are shot in the other tests here),
-    # and each page load costs Chromium about 0.8 s of CPU
+    # and each page load costs Chromium about 1 s of CPU
     first, second = await baselines(capture, site, pages, [Viewport.desktop])
     await break_visually(site_server, site, mode)
     after = await capture.shoot(site.domain, pages, [Viewport.desktop], f"after-{mode}")
@@ -102,7 +102,7 @@ async def test_each_visual_break_scores_above_fail(site_server, capture, taken, 
 
 async def test_a_release_that_adds_a_notice_bar_lands_in_review(site_server, capture, taken, restored) -> None:
     site = site_with(site_server, "carousel", taken)
-    pages = [PageTarget("home", home_of(site_server, site))]  # at both widths; a page load costs Chromium ~0.8 CPU-s
+    pages = [PageTarget("home", home_of(site_server, site))]  # at both widths; a page load costs Chromium ~1 CPU-s
     first, second = await baselines(capture, site, pages, BOTH)
     await break_visually(site_server, site, "notice")
     after = await capture.shoot(site.domain, pages, BOTH, "after-notice")
