@@ -22,6 +22,13 @@ import httpx
 from emulator.testing import free_port
 
 DATABASE = "prefect.db"  # where `prefect server start` keeps its SQLite database, in its PREFECT_HOME
+# How long a client of the server waits for an answer before it sends the request again (Prefect's default: 60 s).
+# On a busy machine `prefect server start` has taken 62 s to answer while its SQLite database was locked, after
+# doing what was asked: `prefect deployment run` then created the fan-out's flow run twice.
+CLIENT_REQUEST_TIMEOUT = 300
+# Started on a copy of a database whose block types a server registered, a server need not register them again:
+# 0.7 of the 3.4 s of CPU a start takes on a quiet machine (measured with and without)
+BLOCK_TYPES_REGISTERED = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false"}
 
 
 def command_path(name: str) -> str:
@@ -54,8 +61,8 @@ class LocalPrefectServer:
     the block ends. `settings` are PREFECT_* variables for the server (a short scheduler loop, say).
 
     The first server a process starts copies its new database as it stands once healthy (migrated, block types
-    registered, nothing else yet); the next ones start from that copy: Prefect's migrations of an empty database
-    cost about 4 of the 9 s of CPU a start takes on 2 cores."""
+    registered, nothing else yet); the next ones start from that copy, and register no block types: Prefect's
+    migrations of an empty database cost about 4 of the 9 s of CPU a start takes on 2 cores."""
 
     _blank_database: ClassVar[Path | None] = None
     # PREFECT_* settings every server of this process starts with, under its own `settings` (the test suite turns
@@ -74,16 +81,20 @@ class LocalPrefectServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     def environment(self, **extra: str) -> dict[str, str]:
-        """The environment a client of this server runs in: its API URL, the server's home."""
-        return clean_environment(self.home, PREFECT_API_URL=self.api_url, **extra)
+        """The environment a client of this server runs in: its API URL, the server's home, a request timeout
+        longer than the server's slowest answers."""
+        return clean_environment(self.home, PREFECT_API_URL=self.api_url,
+                                 PREFECT_API_REQUEST_TIMEOUT=str(CLIENT_REQUEST_TIMEOUT), **extra)
 
     def start(self) -> LocalPrefectServer:
         self.home.mkdir(parents=True, exist_ok=True)
         database = self.home / DATABASE
         blank = LocalPrefectServer._blank_database
-        if blank is not None and blank.is_file() and not database.exists():
+        copied = blank is not None and blank.is_file() and not database.exists()
+        if copied:
             shutil.copyfile(blank, database)
-        env = clean_environment(self.home, PREFECT_UI_API_URL=self.api_url, **{**self.base_settings, **self.settings})
+        settings = {**self.base_settings, **(BLOCK_TYPES_REGISTERED if copied else {}), **self.settings}
+        env = clean_environment(self.home, PREFECT_UI_API_URL=self.api_url, **settings)
         with self.log.open("wb") as log:  # the process keeps its own handle
             self._process = subprocess.Popen(self.argv, env=env, stdout=log,  # noqa: S603 - our own command
                                              stderr=subprocess.STDOUT, start_new_session=True)

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterParentFlowRunId
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from cli.demo import feed_environment
-from cli.estate_demo import POOL, LocalEstate
+from cli.estate_demo import FAN_OUT, POOL, LocalEstate
 from deployments.work_pool import SECURITY_FAN_OUT_DEPLOYMENT
 from emulator.testing import EmulatorServer
 from fleet.engine.estate import NightStatus, find_run_dir, write_limit_name
@@ -72,6 +72,14 @@ async def state_message(api_url: str, flow_run_id: str) -> str:
         async with get_client() as client:
             run = await client.read_flow_run(flow_run_id)
             return (run.state.message if run.state else None) or ""
+
+
+async def runs_of(api_url: str, deployment: str) -> list[FlowRun]:
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            found = await client.read_deployment_by_name(deployment)
+            return await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[found.id])))
 
 
 async def children(api_url: str, parent: str) -> list[FlowRun]:
@@ -129,6 +137,8 @@ def test_dashboards_on_a_process_pool(tmp_path: Path) -> None:
         assert first.state == "COMPLETED", (
             [(n.block, n.status.value, n.message) for n in first.estate.nights], first.output)
         assert ran_as_documented(documented_commands()[-1], estate.commands)
+        assert [str(run.id) for run in asyncio.run(runs_of(estate.api_url, FAN_OUT))] == [first.flow_run_id], (
+            "one `prefect deployment run`, one fan-out")
         assert [(n.block, n.status) for n in first.estate.nights] == [
             (f"dashboard-{i}", NightStatus.completed) for i in (1, 2)
         ]
