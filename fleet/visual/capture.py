@@ -1,13 +1,16 @@
 """Screenshots of sites' pages in the system Chromium, driven by Playwright (its own browser download is never
 used). One browser for the night, and its browser contexts made once for each burst of shots and reused within it:
 one per viewport for each of the `concurrency` pages loaded at once (a context's clock is shared by its pages, so
-each page in flight has its own). Each page is loaded to network idle with the page's clock stopped at one fixed
-moment, its timers then run for one second of that clock, animations and transitions stopped, and shot: its first
-two screens by default (`screens`), or the full page. So what a shot shows does not depend on how long this machine
-took to load it (a carousel that turns every few seconds shows the slide it opened with, a clock the same time), and
-the same page shot on another night shows the same pixels. What went wrong on the page is kept with the shot:
-console errors, uncaught script errors, and same-origin requests that failed or answered 4xx/5xx (a stylesheet gone
-shows here as well as in the pixels)."""
+each page in flight has its own), each with one page that loads the slot's pages one after another: a new page is a
+new renderer process, about 0.5 s of CPU, four times what loading and shooting a page costs on one already open
+(`bench/visual.py`). Between two shots the page goes to about:blank, so that nothing the last page still had in
+flight is taken for the next page's; a page whose shot failed is closed and replaced. Each page is loaded to network
+idle with the page's clock stopped at one fixed moment, its timers then run for one second of that clock, animations
+and transitions stopped, and shot: its first two screens by default (`screens`), or the full page. So what a shot
+shows does not depend on how long this machine took to load it (a carousel that turns every few seconds shows the
+slide it opened with, a clock the same time), and the same page shot on another night shows the same pixels. What
+went wrong on the page is kept with the shot: console errors, uncaught script errors, and same-origin requests that
+failed or answered 4xx/5xx (a stylesheet gone shows here as well as in the pixels)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from fleet.visual.pages import PageTarget
 from fleet.visual.policy import Viewport
 
 if TYPE_CHECKING:  # Playwright is loaded when a browser starts: a night without visual checks never pays for it
-    from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, Response
+    from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, Request, Response
     from playwright.async_api import Error as PlaywrightError
 
 CHROMIUM = "/usr/bin/chromium"
@@ -86,6 +89,7 @@ class PageCapture:
         for slot in range(concurrency):
             self._slots.put_nowait(slot)
         self._contexts: dict[tuple[int, Viewport], BrowserContext] = {}
+        self._pages: dict[int, tuple[Viewport, Page]] = {}  # each slot's one open page, at its viewport
         self._shooting = 0  # shoot_each calls in flight
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
@@ -135,16 +139,19 @@ class PageCapture:
         """Close the contexts made so far; a shot that starts meanwhile makes new ones."""
         from playwright.async_api import Error as PlaywrightError
 
-        contexts, self._contexts = list(self._contexts.values()), {}
+        contexts, self._contexts, self._pages = list(self._contexts.values()), {}, {}
         for context in contexts:
             with contextlib.suppress(PlaywrightError):  # the browser went away: its contexts went with it
                 await context.close()
 
     async def shoot_sites(self, sites: dict[str, list[PageTarget]], viewports: list[Viewport],
                           label: str) -> list[Shot]:
-        """Many sites at once, still one browser and at most `concurrency` pages loading."""
-        per_site = await asyncio.gather(*(self.shoot(site, pages, viewports, label) for site, pages in sites.items()))
-        return [shot for shots in per_site for shot in shots]
+        """Many sites at once, still one browser and at most `concurrency` pages loading: every site's pages at one
+        viewport before the next viewport, so that a slot's page goes on at its viewport; returned site by site."""
+        wanted = [(site, page, viewport) for viewport in viewports for site, pages in sites.items() for page in pages]
+        shots = await self.shoot_each(wanted, label)
+        order = {site: number for number, site in enumerate(sites)}
+        return sorted(shots, key=lambda shot: order[shot.site])  # stable: each site's shots viewport by viewport
 
     async def _context(self, slot: int, viewport: Viewport) -> BrowserContext:
         """The slot's context at `viewport`, made once: its clock installed and stopped."""
@@ -161,6 +168,22 @@ class PageCapture:
             self._contexts[slot, viewport] = context
         return context
 
+    async def _page(self, slot: int, viewport: Viewport) -> Page:
+        """The slot's page at `viewport`, reused from its last shot at that viewport; one at another viewport is
+        closed first (its context cannot change it), so that no more pages are open than are loading at once."""
+        from playwright.async_api import Error as PlaywrightError
+
+        held = self._pages.get(slot)
+        if held is not None and held[0] is viewport and not held[1].is_closed():
+            return held[1]
+        if held is not None:
+            del self._pages[slot]
+            with contextlib.suppress(PlaywrightError):
+                await held[1].close()
+        page = await (await self._context(slot, viewport)).new_page()
+        self._pages[slot] = (viewport, page)
+        return page
+
     async def _shoot_page(self, site: str, target: PageTarget, viewport: Viewport, label: str) -> Shot:
         from playwright.async_api import Error as PlaywrightError
 
@@ -169,23 +192,33 @@ class PageCapture:
         try:
             context = await self._context(slot, viewport)
             await context.clock.set_system_time(PAGE_CLOCK)
-            page: Page = await context.new_page()
+            page = await self._page(slot, viewport)
         except PlaywrightError as error:
             self._slots.put_nowait(slot)
             shot.error = f"{target.url}: {_first_line(error)}"
             return shot
         origin = _origin(target.url)
 
+        def on_console(message: ConsoleMessage) -> None:
+            if message.type == "error":
+                shot.console_errors.append(_console_error(message))
+
+        def on_page_error(error: PlaywrightError) -> None:
+            shot.console_errors.append(f"uncaught: {error}")
+
         def on_response(response: Response) -> None:
             if response.status >= 400 and _origin(response.url) == origin:
                 shot.failed_requests.append(f"{response.status} {response.url}")
 
-        page.on("console", lambda message: shot.console_errors.append(_console_error(message))
-                if message.type == "error" else None)
-        page.on("pageerror", lambda error: shot.console_errors.append(f"uncaught: {error}"))
-        page.on("response", on_response)
-        page.on("requestfailed", lambda request: shot.failed_requests.append(
-            f"{request.failure or 'failed'} {request.url}") if _origin(request.url) == origin else None)
+        def on_request_failed(request: Request) -> None:
+            if _origin(request.url) == origin:
+                shot.failed_requests.append(f"{request.failure or 'failed'} {request.url}")
+
+        listeners = {"console": on_console, "pageerror": on_page_error, "response": on_response,
+                     "requestfailed": on_request_failed}
+        for event, listener in listeners.items():
+            page.on(event, listener)
+        failed = False
         try:
             response = await page.goto(target.url, wait_until="networkidle", timeout=self.timeout_ms)
             shot.status = response.status if response else None
@@ -198,10 +231,31 @@ class PageCapture:
             shot.path = path
         except PlaywrightError as error:
             shot.error = f"{target.url}: {_first_line(error)}"
+            failed = True
         finally:
-            await page.close()
-            self._slots.put_nowait(slot)
+            for event, listener in listeners.items():
+                page.remove_listener(event, listener)
+            await self._put_back(slot, page, failed)
         return shot
+
+    async def _put_back(self, slot: int, page: Page, failed: bool) -> None:
+        """The slot free again, its page on about:blank (what the last page still had in flight is dropped with
+        it, heard by no shot), or closed after a failed shot: a page that timed out or crashed is not reused."""
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            if not failed:
+                try:
+                    await page.goto("about:blank", timeout=self.timeout_ms)
+                except PlaywrightError:
+                    failed = True
+            if failed:
+                if slot in self._pages and self._pages[slot][1] is page:
+                    del self._pages[slot]
+                with contextlib.suppress(PlaywrightError):
+                    await page.close()
+        finally:
+            self._slots.put_nowait(slot)
 
     async def _extent(self, page: Page, viewport: Viewport) -> dict[str, Any]:
         """The screenshot's extent: the full page, or its first `screens` screens (less when it is shorter)."""
