@@ -50,8 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[BLANK_DATABASE] = str(making.result())
     blank = Path(os.environ[BLANK_DATABASE])
     start_from(blank, PREFECT_HOME / "prefect.db")  # the temporary servers of this process's subprocess nights
-    from cli.local_prefect import LocalPrefectServer
+    from cli.local_prefect import BLOCK_TYPES_REGISTERED, LocalPrefectServer
 
+    os.environ.update(BLOCK_TYPES_REGISTERED)  # this process's harness and temporary servers start from the blank
     LocalPrefectServer._blank_database = blank
     # Nor do the `prefect server start` servers write task runs' states into their databases (no test reads a task
     # run from the API): the task run recorder was a quarter of the in-process servers' CPU (tests/prefect_home.py).
