@@ -78,9 +78,9 @@ def writing_night(server: LocalPrefectServer, home: Path, states: tuple[str, ...
 
     def found() -> dict[str, Any] | None:
         rows = journal(home)
-        for run in nightly_runs(server):
+        for run in nightly_runs(server, *states):
             night = night_of(run["id"], rows)
-            if run["state_type"] in states and run["start_time"] and night and intents(night) and \
+            if run["start_time"] and night and intents(night) and \
                     time.mktime(time.strptime(run["start_time"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone >= after:
                 return run | {"night": night}
         return None

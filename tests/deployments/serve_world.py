@@ -49,7 +49,7 @@ class World:
         return process, output
 
     def run(self, name: str) -> dict[str, Any]:
-        return next(run for run in nightly_runs(self.server) if run["name"] == name)
+        return nightly_runs(self.server, name=name)[0]
 
     def crashed_said(self, since: Since | None = None) -> list[str]:
         """What the chat was told of a crash (since a test began: the module's tests share the world, in any order)."""

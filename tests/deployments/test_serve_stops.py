@@ -82,8 +82,7 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
     since = world.since()
     assert new_releases(world.emulator)  # nights with an update call per site and step
     serving, output = world.serve(tmp_path)
-    pending = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] == "PENDING"),
-                                      None), 90, 0.02)
+    pending = wait_until(lambda: next(iter(nightly_runs(world.server, "PENDING")), None), 90, 0.02)
     assert pending, output.read_text()[-3000:]
     code, _ = stop_group(serving, signal.SIGTERM, 150)
     printed = output.read_text()
@@ -119,8 +118,9 @@ def test_a_stopped_night_is_cancelled_never_crashed_and_the_next_start_runs_it_a
     began = time.time()
     serving, output = world.serve(tmp_path)
     try:
-        again = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] in (
-            "COMPLETED", "FAILED") and datetime.fromisoformat(run["start_time"]).timestamp() >= began), None), 180, 0.5)
+        again = wait_until(lambda: next((run for run in nightly_runs(world.server, "COMPLETED", "FAILED")
+                                         if datetime.fromisoformat(run["start_time"]).timestamp() >= began), None),
+                           180, 0.5)
         assert again and again["state_type"] == "COMPLETED", output.read_text()[-3000:]
         rows = journal(home)
         assert rows[night]["accounted_by"] == night_of(again["id"], rows), (rows, output.read_text()[-3000:])
@@ -150,8 +150,8 @@ def test_a_night_killed_under_fleet_serve_leaves_no_lock_and_the_next_night_acco
     assert new_releases(world.emulator)  # the night has update calls to be killed among
     serving, output = world.serve(tmp_path, KILL_SETTINGS)
     try:
-        killed = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] == "RUNNING"
-                                          and night_of(run["id"], {r: {} for r in journal(home) if intents(home, r)})),
+        killed = wait_until(lambda: next((run for run in nightly_runs(world.server, "RUNNING")
+                                          if night_of(run["id"], {r: {} for r in journal(home) if intents(home, r)})),
                                          None), 120, 0.05)
         assert killed, output.read_text()[-3000:]
         night = night_of(killed["id"], journal(home))
@@ -166,9 +166,9 @@ def test_a_night_killed_under_fleet_serve_leaves_no_lock_and_the_next_night_acco
         # the next night at once, as a run from Prefect's UI; a scheduled one (every 30 s here) may start first on a
         # loaded machine: the next night is whichever starts first after the kill
         trigger(world.server, NIGHTLY)
-        again = wait_until(lambda: next((run for run in nightly_runs(world.server) if run["state_type"] in (
-            "COMPLETED", "FAILED", "CRASHED") and run["start_time"] and datetime.fromisoformat(
-                run["start_time"]).timestamp() >= began), None), 180, 0.5)
+        again = wait_until(lambda: next((run for run in nightly_runs(world.server, "COMPLETED", "FAILED", "CRASHED")
+                                         if run["start_time"] and datetime.fromisoformat(
+                                             run["start_time"]).timestamp() >= began), None), 180, 0.5)
         assert again and again["state_type"] == "COMPLETED", (again, output.read_text()[-3000:])
         assert "whose process is gone: taken over" in output.read_text()  # the lock, said once
         rows = journal(home)
