@@ -186,6 +186,7 @@ def fleet_events(world: World, run_id: str) -> list[dict[str, Any]]:
     return found["events"]
 
 
+@pytest.mark.long(20)
 def test_a_night_that_breaks_sites_alerts_the_webhook_and_the_kill_switch_pauses_the_nightly_deployment(
     world: World, served: Callable[[], str]
 ) -> None:
@@ -246,6 +247,7 @@ def failed_actions(world: World) -> list[dict[str, Any]]:
             for event in found["events"]]
 
 
+@pytest.mark.long(35)
 def test_a_night_not_finished_by_its_deadline_trips_the_proactive_automation(
     world: World, served: Callable[[], str]
 ) -> None:

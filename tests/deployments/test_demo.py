@@ -91,6 +91,7 @@ def test_every_demo_starts_fresh_unless_asked_to_keep_its_state(tmp_path: Path, 
     assert runs[0] == second_run and len(runs) == 2, "the earlier demo's night is kept beside the new one"
 
 
+@pytest.mark.long(16)
 def test_the_demos_first_night_gives_the_same_numbers_every_time_for_the_same_seed(tmp_path: Path,
                                                                                    monkeypatch) -> None:
     """`make demo`'s realistic faults, twice with one seed: the same first night, item by item. The faults are drawn

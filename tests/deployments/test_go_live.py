@@ -12,6 +12,8 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from dashboard.home import FleetSettings, variable_for
 from dashboard.settings import DashboardSettings
 from deployments.serve import ScheduleSettings
@@ -44,6 +46,7 @@ def test_the_systemd_unit_serves_from_its_own_home() -> None:
     assert start.endswith("/fleet serve")
 
 
+@pytest.mark.long(35)
 def test_the_rehearsal_on_the_emulator_runs_as_printed(tmp_path: Path) -> None:
     """The block under "Rehearse on the emulator", run by bash from the clone's root as a new user would, in a home
     of their own with no FLEET_* or PREFECT_* setting: every command succeeds, the canary night ran on the canaries

@@ -102,6 +102,7 @@ async def test_a_night_that_breaks_a_site_fails_names_suspects_holds_mail_and_ve
     assert [item.outcome for item in third.items if item.slug == slug] == [Outcome.updated]
 
 
+@pytest.mark.long(18)
 def test_fleet_nightly_exits_7_naming_the_broken_site_and_prints_the_summary(dashboard, tmp_path: Path):
     emulator = dashboard(sites=12, seed=4)
     slug, _, offering = shared_plugin(emulator.truth())

@@ -58,6 +58,7 @@ async def test_nightly_over_60_sites_updates_everything_planned(dashboard):
     assert on_unusable <= {Outcome.skipped, Outcome.ignored}
 
 
+@pytest.mark.long(20)
 async def test_over_450_sites_the_batch_jobs_queue_and_the_sensor_waits(dashboard, monkeypatch):
     emulator = dashboard(sites=450, seed=5)
     monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")  # prefer batch jobs to calls of at most 200 sites
@@ -128,6 +129,7 @@ def lower_threshold(emulator, monkeypatch, sites: int) -> None:
     monkeypatch.setenv("FLEET_SITES_PER_CALL", "1000")
 
 
+@pytest.mark.long(25)
 async def test_interrupted_run_then_rerun_refires_nothing(dashboard, monkeypatch):
     emulator = dashboard(sites=80, seed=7, time_scale=0.05)
     lower_threshold(emulator, monkeypatch, 10)

@@ -56,6 +56,7 @@ async def test_a_version_mainwp_remembers_as_rolled_back_is_sent_nowhere_and_cou
     assert (hold.slug, hold.version) == (slug, version) and hold.reason.startswith("failed on 1 sites")
 
 
+@pytest.mark.long(20)
 @pytest.mark.usefixtures("prefect_harness")
 async def test_later_nights_read_the_rollback_memory_only_where_an_update_failed(dashboard, monkeypatch):
     """The first night reads every site offered a plugin or theme; the next reads only the site where WordPress

@@ -108,6 +108,7 @@ def test_text_and_markdown_name_the_band_score_page_and_image_paths(looks_run: R
     assert md.count("](data:image/jpeg;base64,") == 4  # the changes picture of each pictured page
 
 
+@pytest.mark.long(17)
 def test_a_clients_report_shows_a_before_and_after_pair_per_site(looks_run: RenderedRun):
     client = report_of(looks_run, CLIENT)
     html = unstyled(body(looks_run, client, ".html"))

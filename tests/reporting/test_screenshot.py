@@ -57,6 +57,7 @@ def test_the_alarm_leads_the_operators_and_the_clients_report_in_a_browser(broke
         assert rows[0] < 250, f"{report.name}: the alarm is not the first thing under the masthead"
 
 
+@pytest.mark.long(20)
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed")
 def test_the_broken_pages_pictures_lead_the_operators_report_and_a_client_sees_its_pair(tmp_path: Path):
     rendered = render_reports(night_with_looks(tmp_path))
