@@ -2,7 +2,7 @@
 used). One browser for the night, and its browser contexts made once for each burst of shots and reused within it:
 one per viewport for each of the `concurrency` pages loaded at once (a context's clock is shared by its pages, so
 each page in flight has its own), each with one page that loads the slot's pages one after another: a new page is a
-new renderer process, about 0.5 s of CPU, four times what loading and shooting a page costs on one already open
+new renderer process, about 0.5 s of CPU, and a new page per shot took twice Chromium's CPU per shot
 (`bench/visual.py`). Between two shots the page goes to about:blank, so that nothing the last page still had in
 flight is taken for the next page's; a page whose shot failed is closed and replaced. Each page is loaded to network
 idle with the page's clock stopped at one fixed moment, its timers then run for one second of that clock, animations
