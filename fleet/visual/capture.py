@@ -1,10 +1,12 @@
 """Screenshots of sites' pages in the system Chromium, driven by Playwright (its own browser download is never
-used). One browser for the night, and its browser contexts made once for each burst of shots and reused within it:
-one per viewport for each of the `concurrency` pages loaded at once (a context's clock is shared by its pages, so
-each page in flight has its own), each with one page that loads the slot's pages one after another: a new page is a
-new renderer process, about 0.5 s of CPU, and a new page per shot took twice Chromium's CPU per shot
-(`bench/visual.py`). Between two shots the page goes to about:blank, so that nothing the last page still had in
-flight is taken for the next page's; a page whose shot failed is closed and replaced. Each page is loaded to network
+used). One browser for the night, and its browser contexts made once and reused from burst to burst of shots (a
+night's looks come seconds apart): one per viewport for each of the `concurrency` pages loaded at once (a context's
+clock is shared by its pages, so each page in flight has its own), each with one page that loads the slot's pages one
+after another: a new page is a new renderer process, about 0.5 s of CPU, and a new page per shot took twice
+Chromium's CPU per shot (`bench/visual.py`). Between two shots the page goes to about:blank, so that nothing the
+last page still had in flight is taken for the next page's, and it waits there between bursts, drawing nothing; a
+page whose shot failed is closed and replaced. The contexts are closed once no shot was asked for `idle_close_s`
+(a task worker's hours between nights). Each page is loaded to network
 idle with the page's clock stopped at one fixed moment, its timers then run for one second of that clock, animations
 and transitions stopped, and shot: its first two screens by default (`screens`), or the full page. So what a shot
 shows does not depend on how long this machine took to load it (a carousel that turns every few seconds shows the
@@ -41,6 +43,7 @@ FREEZE_CSS = ("*,*::before,*::after{animation:none!important;transition:none!imp
               "caret-color:transparent!important;scroll-behavior:auto!important}")
 PAGE_TIMEOUT_S = 60.0  # a page's load and shot: on a machine busy with other work, most of it is rendering here
 LAUNCH_TIMEOUT_S = 180.0  # Chromium's start on a machine busy with other work (Playwright's own default: 30 s)
+IDLE_CLOSE_S = 60.0  # the contexts of a capture that shot nothing for this long are closed (their renderers' memory)
 PAGE_CLOCK = datetime(2026, 1, 1, tzinfo=UTC)  # every page's clock, on every night: a script's time is no change
 TIMERS_MS = 1000  # of the page's clock run after the load: what a page's scripts set up to draw at once
 _NOT_NAME = re.compile(r"[^A-Za-z0-9.-]+")
@@ -79,18 +82,20 @@ class PageCapture:
 
     def __init__(self, run_dir: Path, concurrency: int = 3, executable: str = CHROMIUM,
                  timeout_s: float = PAGE_TIMEOUT_S, verify_tls: bool = True, full_page: bool = False,
-                 screens: int = 2) -> None:
+                 screens: int = 2, idle_close_s: float = IDLE_CLOSE_S) -> None:
         self.run_dir = run_dir
         self.executable = executable
         self.verify_tls = verify_tls
         self.timeout_ms = timeout_s * 1000
         self.full_page, self.screens = full_page, screens
-        self._slots: asyncio.Queue[int] = asyncio.Queue()
-        for slot in range(concurrency):
-            self._slots.put_nowait(slot)
+        self._free_slots = set(range(concurrency))
+        self._slot_freed = asyncio.Semaphore(concurrency)
         self._contexts: dict[tuple[int, Viewport], BrowserContext] = {}
         self._pages: dict[int, tuple[Viewport, Page]] = {}  # each slot's one open page, at its viewport
         self._shooting = 0  # shoot_each calls in flight
+        self.idle_close_s = idle_close_s
+        self._idle_close: asyncio.TimerHandle | None = None  # closes the contexts once nothing was shot for a while
+        self._closing: set[asyncio.Task[None]] = set()
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -111,6 +116,7 @@ class PageCapture:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        self._cancel_idle_close()
         self._contexts.clear()
         if self._browser is not None:
             await self._browser.close()
@@ -122,18 +128,32 @@ class PageCapture:
         return await self.shoot_each([(site, page, viewport) for viewport in viewports for page in pages], label)
 
     async def shoot_each(self, wanted: list[tuple[str, PageTarget, Viewport]], label: str) -> list[Shot]:
-        """These (site, page, viewport) shots, in this order. When the last shots in flight are taken, the contexts
-        are closed: a context that has shown a page keeps Chromium drawing while nothing is shot (about 5% of a
-        core, measured), for as long as the browser lives: a night's steps between its looks, or a task worker's
-        hours between nights."""
+        """These (site, page, viewport) shots, in this order. When the last shots in flight are taken, the slots'
+        pages wait on about:blank for the next burst: a page left showing a site kept Chromium drawing while
+        nothing was shot (about 5% of a core, measured), one on about:blank does not (0.04 CPU-s in 20 s for three,
+        measured), and the next burst reuses them (a new context and page cost Chromium about 0.7 s of CPU, twice
+        what a shot in a kept page does); `idle_close_s` later with no shot asked for, they are closed."""
+        self._cancel_idle_close()
         self._shooting += 1
         try:
             return list(await asyncio.gather(*(self._shoot_page(site, page, viewport, label)
                                                for site, page, viewport in wanted)))
         finally:
             self._shooting -= 1
-            if not self._shooting:
-                await self._close_contexts()
+            if not self._shooting and self._contexts:
+                self._idle_close = asyncio.get_running_loop().call_later(self.idle_close_s, self._close_when_idle)
+
+    def _cancel_idle_close(self) -> None:
+        if self._idle_close is not None:
+            self._idle_close.cancel()
+            self._idle_close = None
+
+    def _close_when_idle(self) -> None:
+        self._idle_close = None
+        if not self._shooting:
+            closing = asyncio.ensure_future(self._close_contexts())
+            self._closing.add(closing)  # kept until done: the loop holds only a weak reference to a task
+            closing.add_done_callback(self._closing.discard)
 
     async def _close_contexts(self) -> None:
         """Close the contexts made so far; a shot that starts meanwhile makes new ones."""
@@ -184,17 +204,34 @@ class PageCapture:
         self._pages[slot] = (viewport, page)
         return page
 
+    async def _take_slot(self, viewport: Viewport) -> int:
+        """A free slot: one whose page is at `viewport` if there is one (its page is then reused), else one with no
+        page (rather than close a page another viewport's shots would reuse)."""
+        await self._slot_freed.acquire()
+
+        def preference(free: int) -> tuple[int, int]:
+            held = self._pages.get(free)
+            return (0 if held and held[0] is viewport else 1 if held is None else 2), free
+
+        slot = min(self._free_slots, key=preference)
+        self._free_slots.discard(slot)
+        return slot
+
+    def _give_back(self, slot: int) -> None:
+        self._free_slots.add(slot)
+        self._slot_freed.release()
+
     async def _shoot_page(self, site: str, target: PageTarget, viewport: Viewport, label: str) -> Shot:
         from playwright.async_api import Error as PlaywrightError
 
         shot = Shot(site, target.name, viewport, target.url)
-        slot = await self._slots.get()
+        slot = await self._take_slot(viewport)
         try:
             context = await self._context(slot, viewport)
             await context.clock.set_system_time(PAGE_CLOCK)
             page = await self._page(slot, viewport)
         except PlaywrightError as error:
-            self._slots.put_nowait(slot)
+            self._give_back(slot)
             shot.error = f"{target.url}: {_first_line(error)}"
             return shot
         origin = _origin(target.url)
@@ -255,7 +292,7 @@ class PageCapture:
                 with contextlib.suppress(PlaywrightError):
                     await page.close()
         finally:
-            self._slots.put_nowait(slot)
+            self._give_back(slot)
 
     async def _extent(self, page: Page, viewport: Viewport) -> dict[str, Any]:
         """The screenshot's extent: the full page, or its first `screens` screens (less when it is shorter)."""
