@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import re
 import shutil
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -151,9 +152,7 @@ class PageCapture:
     def _close_when_idle(self) -> None:
         self._idle_close = None
         if not self._shooting:
-            closing = asyncio.ensure_future(self._close_contexts())
-            self._closing.add(closing)  # kept until done: the loop holds only a weak reference to a task
-            closing.add_done_callback(self._closing.discard)
+            self._in_background(self._close_contexts())
 
     async def _close_contexts(self) -> None:
         """Close the contexts made so far; a shot that starts meanwhile makes new ones."""
@@ -201,8 +200,29 @@ class PageCapture:
             with contextlib.suppress(PlaywrightError):
                 await held[1].close()
         page = await (await self._context(slot, viewport)).new_page()
+        page.on("crash", self._forget)  # a renderer that died while its page waited: the next shot opens another
         self._pages[slot] = (viewport, page)
         return page
+
+    def _forget(self, page: Page) -> None:
+        """Let go of a crashed page and its context (whose clock can no longer be set), closed meanwhile."""
+        self._pages = {slot: held for slot, held in self._pages.items() if held[1] is not page}
+        for key, context in list(self._contexts.items()):
+            if context is page.context:
+                del self._contexts[key]
+                self._in_background(context.close())
+
+    def _in_background(self, step: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(self._quietly(step))
+        self._closing.add(task)  # kept until done: the loop holds only a weak reference to a task
+        task.add_done_callback(self._closing.discard)
+
+    @staticmethod
+    async def _quietly(step: Coroutine[Any, Any, None]) -> None:
+        from playwright.async_api import Error as PlaywrightError
+
+        with contextlib.suppress(PlaywrightError):  # the browser went away: its contexts went with it
+            await step
 
     async def _take_slot(self, viewport: Viewport) -> int:
         """A free slot: one whose page is at `viewport` if there is one (its page is then reused), else one with no

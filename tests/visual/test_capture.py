@@ -5,6 +5,7 @@ requests, a release's notice bar lands in review; and the pages a site is checke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +164,17 @@ async def test_between_bursts_the_pages_wait_blank_and_are_reused_then_closed_on
         assert shot.path is not None and len(capture._browser.contexts) == 1
     finally:
         capture.idle_close_s = idle_close_s
+
+
+async def test_a_page_whose_renderer_died_while_it_waited_is_replaced_and_the_next_shot_is_whole(
+        site_server, capture, taken) -> None:
+    site = site_with(site_server, "", taken)
+    pages = [PageTarget("home", home_of(site_server, site))]
+    await capture.shoot(site.domain, pages, [Viewport.desktop], "crash-before")
+    waiting = [page for context in capture._browser.contexts for page in context.pages]
+    for page in waiting:
+        async with page.expect_event("crash", timeout=30_000):
+            with contextlib.suppress(Exception):  # the renderer dies under the navigation
+                await page.goto("chrome://crash", timeout=5000)
+    [shot] = await capture.shoot(site.domain, pages, [Viewport.desktop], "crash-after")
+    assert shot.path is not None and shot.error is None, shot.error
