@@ -41,6 +41,15 @@ class SigtermWhileImporting:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the engine installs its own as it takes the run
 
 
+def hear_signals() -> None:
+    """Hear the signals `fleet serve` held while this process was forked (`deployments.serve`), once
+    `SigtermWhileImporting` listens: a SIGTERM that came meanwhile is noted; a SIGINT was a Ctrl-C for
+    `fleet serve`'s group, not this process's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def die_with_the_parent() -> None:
     """SIGKILL when `fleet serve` ends without stopping its runs (it was killed): never a night left running alone."""
     if not sys.platform.startswith("linux"):
@@ -54,6 +63,7 @@ def die_with_the_parent() -> None:
 def main() -> None:
     die_with_the_parent()
     sigterm = SigtermWhileImporting()
+    hear_signals()
     import prefect.engine  # noqa: F401 - the engine's imports and the flows' before the last look at the stop
     import prefect.flow_engine  # noqa: F401
 

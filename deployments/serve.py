@@ -58,10 +58,51 @@ async def _run_in_a_session_of_its_own(command: list[str], **kwargs: Any) -> Any
     (reaching a run's process, it killed the night, or printed a KeyboardInterrupt traceback into `fleet serve`'s
     output). Prefect's engine starter reads `run_process` from its module so that it can be replaced (its
     docstring), and starts a new session itself only on request (`isolate_process_group`), which the Runner never
-    makes."""
+    makes.
+
+    The new process leaves the group only once it runs (its first step after the fork): a stop signal to the group
+    in between reached it, before it could hear one, and it died Crashed (seen once in a loaded suite). So
+    `fleet serve` holds SIGINT and SIGTERM from before the fork until the process is made (Prefect then hands it
+    over): the process starts with them held too, as pending, until it can hear them (`flow_run_process`)."""
     if command[1:] == PREFECT_ENGINE:
         command = [command[0], *FLOW_RUN_PROCESS]
-    return await _start_process(command, start_new_session=True, **kwargs)
+    handler = kwargs.pop("task_status_handler", None)
+    if kwargs.get("task_status") is None:  # no hand-over to hear the signals again at: not held
+        return await _start_process(command, start_new_session=True, task_status_handler=handler, **kwargs)
+    held = SignalsHeldForAFork()
+
+    def made(process: Any) -> Any:
+        held.release()
+        return handler(process) if handler is not None else process.pid
+
+    try:
+        return await _start_process(command, start_new_session=True, task_status_handler=made, **kwargs)
+    finally:
+        held.release()  # a process that could not be started
+
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+class SignalsHeldForAFork:
+    """`fleet serve`'s SIGINT and SIGTERM held (blocked, pending) from now until `release()`, however many forks
+    overlap: they reach `fleet serve` once the last of them is made."""
+
+    holding = 0
+
+    def __init__(self) -> None:
+        if not SignalsHeldForAFork.holding:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        SignalsHeldForAFork.holding += 1
+        self.released = False
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        SignalsHeldForAFork.holding -= 1
+        if not SignalsHeldForAFork.holding:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 engine_starter.run_process = _run_in_a_session_of_its_own
