@@ -96,7 +96,7 @@ class PageCapture:
         self._shooting = 0  # shoot_each calls in flight
         self.idle_close_s = idle_close_s
         self._idle_close: asyncio.TimerHandle | None = None  # closes the contexts once nothing was shot for a while
-        self._closing: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()  # closings under way, held until done
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
 
@@ -214,8 +214,8 @@ class PageCapture:
 
     def _in_background(self, step: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(self._quietly(step))
-        self._closing.add(task)  # kept until done: the loop holds only a weak reference to a task
-        task.add_done_callback(self._closing.discard)
+        self._background.add(task)  # kept until done: the loop holds only a weak reference to a task
+        task.add_done_callback(self._background.discard)
 
     @staticmethod
     async def _quietly(step: Coroutine[Any, Any, None]) -> None:
