@@ -16,17 +16,36 @@ app = typer.Typer(help="Approve the updates a paused night waits on (the approva
                   context_settings={"allow_interspersed_args": True})
 
 
-async def waiting_items(flow_run_id: UUID) -> list[dict]:
-    """The rows of the paused run's form, as the flow offered them."""
+FORM_PATIENCE_S = 30.0  # how long a run paused for approval may take to save its form
+
+
+async def waiting_items(flow_run_id: UUID, patience: float = FORM_PATIENCE_S) -> list[dict]:
+    """The rows of the paused run's form, as the flow offered them.
+
+    Prefect saves the form only once the run is Paused (`pause_flow_run` proposes the state, then writes the
+    schema): an approval asked for the moment the gate's notice arrives can find the run paused and no form yet.
+    It is read again until `patience` runs out, or the run is no longer waiting."""
+    import httpx
     from prefect.client.orchestration import get_client
 
+    deadline = asyncio.get_running_loop().time() + patience
     async with get_client() as client:
-        run = await client.read_flow_run(flow_run_id)
-        keyset = run.state.state_details.run_input_keyset if run.state and run.state.is_paused() else None
-        if not keyset:
-            raise LookupError(f"flow run {flow_run_id} is not waiting for approval (state: "
-                              f"{run.state.name if run.state else 'none'})")
-        schema = json.loads(await client.read_flow_run_input(flow_run_id, keyset["schema"]))
+        while True:
+            run = await client.read_flow_run(flow_run_id)
+            keyset = run.state.state_details.run_input_keyset if run.state and run.state.is_paused() else None
+            if not keyset:
+                raise LookupError(f"flow run {flow_run_id} is not waiting for approval (state: "
+                                  f"{run.state.name if run.state else 'none'})")
+            try:
+                schema = json.loads(await client.read_flow_run_input(flow_run_id, keyset["schema"]))
+                break
+            except httpx.HTTPStatusError as error:
+                if error.response.status_code != 404:
+                    raise
+            if asyncio.get_running_loop().time() >= deadline:
+                raise LookupError(f"flow run {flow_run_id} is paused for approval, but its form was not saved "
+                                  f"within {patience:g} s (is its process still running?)")
+            await asyncio.sleep(0.2)
     return schema["properties"]["items"].get("default", [])
 
 

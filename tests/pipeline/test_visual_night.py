@@ -7,7 +7,6 @@ little sends its version to the approval gate before it reaches another site."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import signal
@@ -18,10 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from prefect.client.orchestration import get_client
 from prefect.flow_runs import aresume_flow_run
 from prefect.settings import PREFECT_API_URL, PREFECT_LOCAL_STORAGE_PATH
 
+from cli.commands.approve import waiting_items
 from emulator.site_theme import moving_content
 from fleet.model.summary import Band, ContainmentStatus, Outcome, Selection, UpdateType
 from fleet.visual.capture import CHROMIUM, PageCapture, chromium_path
@@ -116,9 +115,7 @@ async def test_a_change_for_review_sends_its_version_to_the_approval_gate(dashbo
                           approval={"timeout": "5m"})
     running = asyncio.create_task(night([str(first.id), str(later.id)], policy))
     run = await _paused_run(running)
-    async with get_client() as client:
-        schema = await client.read_flow_run_input(run.id, run.state.state_details.run_input_keyset["schema"])
-    rows = json.loads(schema)["properties"]["items"]["default"]
+    rows = await waiting_items(run.id)
     assert [(row["site_id"], row["item"]) for row in rows] == [(later.id, f"plugin:{slug}")]
     assert "looks different" in rows[0]["why"] and first.name in rows[0]["why"]
     truth = emulator.truth()
