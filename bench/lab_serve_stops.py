@@ -6,8 +6,10 @@ lab's planted fakes, and `fleet serve` runs the night on a real `prefect server 
    ends Cancelled at a safe point, every call it sent answered and journalled;
 2. started again: the night it stopped runs once (the catch-up), accounts for what the stopped one applied, and
    completes;
-3. the canary offered again (back to 1.0), the next night's process SIGKILLed once it has sent an update call while
-   `fleet serve` goes on: the next scheduled night takes the night lock, accounts for it, and completes.
+3. the canary offered again (back to 1.0), the next night's process SIGKILLed once its first update has landed
+   (the canary's file on a child reads 1.1) while `fleet serve` goes on: the next scheduled night takes the night
+   lock, accounts for that update as the killed night's, and completes. (Killed the moment its call was journalled,
+   the night may die before the call leaves: then nothing landed, and the next night applies it as its own.)
 
 Measured: each night's end state and message, the calls the stopped night sent (each answered?), the items the
 next night accounted for and the canary's version on each child at the end. Needs a built lab
@@ -56,7 +58,10 @@ VERSION = re.compile(r"Version:\s*([0-9.]+)")
 def canary_versions(lab: Path) -> dict[str, str]:
     found = {}
     for child in ("child1", "child2"):
-        text = (lab / "sites" / child / "wp-content" / "plugins" / "lab-canary" / "lab-canary.php").read_text()
+        try:
+            text = (lab / "sites" / child / "wp-content" / "plugins" / "lab-canary" / "lab-canary.php").read_text()
+        except OSError:  # mid-upgrade: WordPress removes the old folder before it unpacks the new one
+            text = ""
         match = VERSION.search(text)
         found[child] = match.group(1) if match else "?"
     return found
@@ -144,12 +149,16 @@ def main() -> int:
             offer_the_canary(lab, scripts, env)
             began = time.time()
             killed = writing_night(server, home, ("RUNNING",), began)
+            landed = wait_until(lambda: [child for child, version in canary_versions(lab).items()
+                                         if version == "1.1"], 300, 0.02)
             for pid in flow_run_processes(home):
                 os.kill(pid, signal.SIGKILL)
             after = time.time()
+            answered_at_kill = answered(home, killed["night"])
             crashed = wait_until(lambda: next(run for run in nightly_runs(server)
                                               if run["id"] == killed["id"])["state_type"] == "CRASHED", 120, 0.5)
-            rows.append({"what": "SIGKILLed after its first update call", "run": killed["name"],
+            rows.append({"what": "SIGKILLed once its first update landed", "run": killed["name"],
+                         "landed_on": landed, "calls_answered": answered_at_kill,
                          "crashed_in_prefect": bool(crashed), "serve_alive": process.poll() is None})
             nxt = wait_until(lambda: next((run for run in nightly_runs(server) if run["state_type"] in (
                 "COMPLETED", "FAILED", "CRASHED") and run["start_time"] and run["id"] != killed["id"] and
