@@ -225,7 +225,7 @@ async def test_an_approval_asked_for_as_the_gate_opens_waits_for_its_form() -> N
     between read a 404 (a full suite's test failed on it); now the form is waited for, and a form that never comes
     is said to be missing."""
     from prefect.input.run_input import keyset_from_paused_state
-    from prefect.states import Paused, Running
+    from prefect.states import Cancelled, Paused, Running
 
     @flow
     def gate() -> None:
@@ -250,6 +250,8 @@ async def test_an_approval_asked_for_as_the_gate_opens_waits_for_its_form() -> N
         assert await reading == rows
         with pytest.raises(LookupError, match="paused for approval, but its form was not saved within 0.5 s"):
             await waiting_items(formless, patience=0.5)
+        for run_id in (waiting, formless):  # no paused run left for a later test on this worker's server
+            await client.set_flow_run_state(run_id, Cancelled(), force=True)
 
 
 async def test_a_window_that_closed_during_the_night_stops_new_calls_for_its_sites(dashboard, tmp_path):
